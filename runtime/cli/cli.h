@@ -1,0 +1,20 @@
+/* cli.h - shared pieces of the hcg command. */
+#ifndef HCG_CLI_H
+#define HCG_CLI_H
+
+#include <stdio.h>
+
+#include "hcg.h"
+
+/* Exit statuses: 2 for a bad layout, 1 for every other failure. */
+enum { EXIT_BAD_LAYOUT = 2, EXIT_OTHER = 1 };
+
+struct explain_opts {
+  int rank;   /* -1: every rank */
+  int json;   /* 1: --format json */
+};
+
+int hcg_cli_explain(FILE *out, const hcg_layout *L,
+                    const struct explain_opts *opts);
+
+#endif

@@ -1,0 +1,252 @@
+/*
+ * main.c - the hcg command: check, enumerate and explain layouts with no
+ * cluster. Errors go to stderr; the exit status is 2 for a bad layout and 1
+ * for any other failure (usage, unreadable file, unknown grid in a spec).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+    "usage: hcg check   [-n N] [--language NAME] LAYOUT\n"
+    "       hcg enum    [-n N] [--language NAME] LAYOUT SPEC\n"
+    "       hcg explain [-n N] [--language NAME] LAYOUT [--rank R]\n"
+    "                   [--format text|json]\n"
+    "       hcg env     [-n N] [--language NAME] LAYOUT --rank R\n"
+    "       hcg --help | --version\n";
+
+static const char help_text[] =
+    "\n"
+    "Checks and explains hcg layouts: the parallel groups (tensor, context,\n"
+    "data, pipeline, expert) of Megatron-LM's HyperCommGrid, as the hcg SPANK\n"
+    "plugin gives them to the tasks of `srun --hcg-layout=LAYOUT`.\n"
+    "\n"
+    "commands:\n"
+    "  check    validate LAYOUT for N ranks and print its canonical form\n"
+    "  enum     print the groups of SPEC as one JSON line, e.g. [[0,1],[2,3]]\n"
+    "           SPEC is GRID[/VIEW]:DIM[,DIM...] (no dims: singletons); a\n"
+    "           one-grid layout also takes DIM[,DIM...] alone\n"
+    "  explain  grids, views, every rank's coordinates, each grid's process\n"
+    "           groups, embedding groups, MIMO roles and bridges\n"
+    "  env      the HCG_* variables the plugin exports to task R\n"
+    "\n"
+    "options:\n"
+    "  -n, --world N        ranks in the world (the step's task count); may be\n"
+    "                       left out when no grid infers a size with '*'\n"
+    "  -l, --language NAME  the language module's grid (default: a grid named\n"
+    "                       llm or language, or the only grid)\n"
+    "  -r, --rank R         explain or show the environment of rank R only\n"
+    "  -f, --format FMT     text (default) or json\n"
+    "  -h, --help           this help\n"
+    "  -V, --version        print the version\n"
+    "\n"
+    "LAYOUT is the layout text or @PATH to read it from a file, e.g.\n"
+    "  'tp=2,cp=2,pp=4,dp=*'\n"
+    "  'llm:tp=2,dp=*,pp=2; llm/expert:expt_tp=1,ep=4,expt_dp=*,pp'\n"
+    "  'vision:tp=4,dp=2; llm:tp=2,cp=2,pp=2,dp=*'\n"
+    "  'vision@0:tp=2,dp=4; llm@0:tp=4,dp=2'\n"
+    "\n"
+    "exit status: 0 success, 2 bad layout, 1 other failure. See hcg(1).\n";
+
+enum command { CMD_CHECK, CMD_ENUM, CMD_EXPLAIN, CMD_ENV };
+
+struct options {
+  enum command cmd;
+  int world;
+  const char *language;
+  int rank;
+  int json;
+  const char *layout;
+  const char *spec;
+};
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt,
+                                                              ...) {
+  fputs("hcg: ", stderr);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputs("\n", stderr);
+  fputs(usage_text, stderr);
+  return EXIT_OTHER;
+}
+
+/* A decimal int in [min, INT_MAX], whole string. */
+static int parse_count(const char *s, int min, int *out) {
+  if (!s || !*s)
+    return -1;
+  errno = 0;
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end || v < min || v > INT_MAX || s[0] == '+' || s[0] == ' ')
+    return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, struct options *o) {
+  static const struct option longopts[] = {
+      {"world", required_argument, NULL, 'n'},
+      {"language", required_argument, NULL, 'l'},
+      {"rank", required_argument, NULL, 'r'},
+      {"format", required_argument, NULL, 'f'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+n:l:r:f:hV", longopts, NULL)) != -1 ||
+         optind < argc) {
+    if (c == -1) {
+      /* A positional argument: collect it and go on parsing options. */
+      const char *arg = argv[optind++];
+      if (o->layout == NULL && o->cmd == (enum command) - 1) {
+        if (!strcmp(arg, "check"))
+          o->cmd = CMD_CHECK;
+        else if (!strcmp(arg, "enum"))
+          o->cmd = CMD_ENUM;
+        else if (!strcmp(arg, "explain"))
+          o->cmd = CMD_EXPLAIN;
+        else if (!strcmp(arg, "env"))
+          o->cmd = CMD_ENV;
+        else
+          return usage_error("unknown command '%s'", arg);
+      } else if (!o->layout) {
+        o->layout = arg;
+      } else if (o->cmd == CMD_ENUM && !o->spec) {
+        o->spec = arg;
+      } else {
+        return usage_error("unexpected argument '%s'", arg);
+      }
+      continue;
+    }
+    switch (c) {
+    case 'n':
+      if (parse_count(optarg, 1, &o->world))
+        return usage_error("-n wants a positive number of ranks, got '%s'",
+                           optarg);
+      break;
+    case 'l':
+      o->language = optarg;
+      break;
+    case 'r':
+      if (parse_count(optarg, 0, &o->rank))
+        return usage_error("--rank wants a rank (0, 1, ...), got '%s'", optarg);
+      break;
+    case 'f':
+      if (!strcmp(optarg, "json"))
+        o->json = 1;
+      else if (!strcmp(optarg, "text"))
+        o->json = 0;
+      else
+        return usage_error("--format is text or json, got '%s'", optarg);
+      break;
+    case 'h':
+      fputs(usage_text, stdout);
+      fputs(help_text, stdout);
+      exit(0);
+    case 'V':
+      printf("hcg %s\n", hcg_version());
+      exit(0);
+    default:
+      if (optopt)
+        return usage_error("option -%c is unknown or needs a value", optopt);
+      return usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (o->cmd == (enum command) - 1)
+    return usage_error("%s", "a command is needed");
+  if (!o->layout)
+    return usage_error("%s", "a LAYOUT is needed");
+  if (o->cmd == CMD_ENUM && !o->spec)
+    return usage_error("%s", "enum needs a SPEC (GRID[/VIEW]:DIMS)");
+  if (o->cmd == CMD_ENV && o->rank < 0)
+    return usage_error("%s", "env needs --rank R");
+  return 0;
+}
+
+static int print_enum(const hcg_layout *L, const char *spec) {
+  hcg_request req;
+  hcg_error err = HCG_ERROR_INIT;
+  if (hcg_request_parse(L, spec, &req, &err)) {
+    fprintf(stderr, "hcg: %s\n", err.message);
+    return EXIT_OTHER;
+  }
+  int ngroups = hcg_request_num_groups(L, &req);
+  putchar('[');
+  for (int o = 0; o < ngroups; o++) {
+    hcg_group g;
+    hcg_group_at(L, &req, o, &g);
+    fputs(o ? ",[" : "[", stdout);
+    for (int i = 0; i < g.size; i++)
+      printf(i ? ",%d" : "%d", hcg_group_member(L, &g, i));
+    putchar(']');
+  }
+  puts("]");
+  return 0;
+}
+
+static int print_env_var(void *arg, const char *name, const char *value) {
+  (void)arg;
+  printf("%s=%s\n", name, value);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  struct options o = {(enum command) - 1, 0, NULL, -1, 0, NULL, NULL};
+  if (argc < 2) {
+    fputs(usage_text, stderr);
+    return EXIT_OTHER;
+  }
+  int rc = parse_args(argc, argv, &o);
+  if (rc)
+    return rc;
+
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = o.world;
+  cfg.language = o.language;
+  hcg_layout *L;
+  hcg_error err = HCG_ERROR_INIT;
+  rc = hcg_layout_load(o.layout, &cfg, &L, &err);
+  if (rc) {
+    fprintf(stderr, "hcg: %s\n", err.message);
+    return rc == HCG_ESYNTAX || rc == HCG_ELAYOUT || rc == HCG_ELIMIT
+               ? EXIT_BAD_LAYOUT
+               : EXIT_OTHER;
+  }
+  if (o.rank >= hcg_layout_world_size(L)) {
+    fprintf(stderr, "hcg: rank %d is outside the world of %d ranks\n", o.rank,
+            hcg_layout_world_size(L));
+    hcg_layout_free(L);
+    return EXIT_OTHER;
+  }
+
+  switch (o.cmd) {
+  case CMD_CHECK:
+    puts(hcg_layout_text(L));
+    break;
+  case CMD_ENUM:
+    rc = print_enum(L, o.spec);
+    break;
+  case CMD_EXPLAIN: {
+    struct explain_opts eo = {o.rank, o.json};
+    rc = hcg_cli_explain(stdout, L, &eo);
+    break;
+  }
+  case CMD_ENV:
+    hcg_rank_env(L, o.rank, print_env_var, NULL);
+    break;
+  }
+  hcg_layout_free(L);
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "hcg: cannot write the output: %s\n", strerror(errno));
+    return EXIT_OTHER;
+  }
+  return rc;
+}
