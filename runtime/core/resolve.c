@@ -124,14 +124,14 @@ int hcg__resolve_grids(struct hcg_layout *L, const struct hcg_source *src,
                             "grid '%s' infers '%s' with '*', which needs the "
                             "world size (the task count; hcg -n N)",
                             g->name, base->dims[d].name);
+      /* An explicit offset past this one can only be larger, so a '*' runs
+       * out of ranks only at the world's end. */
       long long limit = span_limit(L, g->offset);
       if (limit <= g->offset)
         return hcg__fail_at(err, HCG_ELAYOUT, src, base->dims[d].size_pos,
-                            "grid '%s' starts at rank %d, where %s, so '*' "
-                            "has no ranks to fill",
-                            g->name, g->offset,
-                            limit == L->world ? "the world ends"
-                                              : "the next grid starts");
+                            "grid '%s' starts at rank %d, where the world "
+                            "ends, so '*' has no ranks to fill",
+                            g->name, g->offset);
       if ((rc = hcg__infer(base, limit - g->offset, "grid", g->name, src,
                            err)))
         return rc;
