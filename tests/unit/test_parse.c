@@ -130,7 +130,7 @@ START_TEST(long_line_excerpt) {
   char text[600];
   strcpy(text, "llm:");
   for (int i = 0; i < 15; i++) {
-    char dim[40];
+    char dim[48];
     snprintf(dim, sizeof dim, "d%02d_%s=1,", i, "abcdefghijklmnopqrstuvwxy");
     strcat(text, dim);
   }

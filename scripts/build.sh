@@ -1,0 +1,23 @@
+#!/bin/bash
+# Configures and builds hcg out of tree: scripts/build.sh DIR [CONFIGURE ARGS]
+# Reconfigures only when the build system changed, so it is cheap to rerun.
+set -eu
+src=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:?usage: build.sh DIR [CONFIGURE ARGS]}
+shift
+jobs=$(nproc 2>/dev/null || echo 2)
+
+cd "$src"
+if [ ! -x configure ] || [ configure.ac -nt configure ] ||
+   [ -n "$(find . -name Makefile.am -newer configure 2>/dev/null | head -n 1)" ]; then
+  autoreconf -fi
+fi
+mkdir -p "$dir"
+cd "$dir"
+stamp=.hcg-configure-args
+if [ ! -f Makefile ] || [ "$(cat $stamp 2>/dev/null)" != "$*" ] ||
+   [ config.status -ot "$src/configure" ]; then
+  "$src/configure" "$@"
+  printf '%s' "$*" > $stamp
+fi
+make -j"$jobs"
