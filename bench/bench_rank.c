@@ -108,7 +108,8 @@ int main(void) {
         hcg_group_of_rank(L, &reqs[k], r, &g);
         if (g.size == world)
           continue;
-        hcg_group_members(L, &g, members, (int)(sizeof members / sizeof *members));
+        hcg_group_members(L, &g, members,
+                          (int)(sizeof members / sizeof *members));
         total += g.size;
       }
       sink = members[0];
@@ -121,7 +122,7 @@ int main(void) {
   }
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  printf("\n%d collection fields provided; peak RSS %ld KiB\n",
-         nfields, ru.ru_maxrss);
+  printf("\n%d collection fields provided; peak RSS %ld KiB\n", nfields,
+         ru.ru_maxrss);
   return 0;
 }

@@ -10,8 +10,8 @@
 enum { EXIT_BAD_LAYOUT = 2, EXIT_OTHER = 1 };
 
 struct explain_opts {
-  int rank;   /* -1: every rank */
-  int json;   /* 1: --format json */
+  int rank; /* -1: every rank */
+  int json; /* 1: --format json */
 };
 
 int hcg_cli_explain(FILE *out, const hcg_layout *L,

@@ -185,8 +185,7 @@ static void json_embedding_groups(struct json *j, const hcg_layout *L) {
   json_end_object(j);
 }
 
-static void json_rank_embedding(struct json *j, const hcg_layout *L,
-                                int rank) {
+static void json_rank_embedding(struct json *j, const hcg_layout *L, int rank) {
   static const char *const kinds[] = {"embd", "pos_embd"};
   json_begin_object(j);
   for (int k = 0; k < 2; k++) {
@@ -409,7 +408,10 @@ static void text_stage(FILE *out, const hcg_layout *L, int g, int rank) {
   int first, last;
   if (hcg_rank_stage(L, g, rank, &first, &last) != HCG_OK)
     return;
-  fputs(first && last ? "first+last" : first ? "first" : last ? "last" : "middle",
+  fputs(first && last ? "first+last"
+        : first       ? "first"
+        : last        ? "last"
+                      : "middle",
         out);
 }
 
@@ -445,8 +447,7 @@ static void text_rank_table(FILE *out, const hcg_layout *L, int g) {
   }
 }
 
-static void text_field(FILE *out, const hcg_layout *L, int g, int f,
-                       int rank) {
+static void text_field(FILE *out, const hcg_layout *L, int g, int f, int rank) {
   hcg_request req;
   fprintf(out, "    %-26s ", hcg_field_name(f));
   if (hcg_collection_request(L, g, f, &req) != HCG_OK) {

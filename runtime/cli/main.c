@@ -36,7 +36,8 @@ static const char help_text[] =
     "  env      the HCG_* variables the plugin exports to task R\n"
     "\n"
     "options:\n"
-    "  -n, --world N        ranks in the world (the step's task count); may be\n"
+    "  -n, --world N        ranks in the world (the step's task count); may "
+    "be\n"
     "                       left out when no grid infers a size with '*'\n"
     "  -l, --language NAME  the language module's grid (default: a grid named\n"
     "                       llm or language, or the only grid)\n"
@@ -66,7 +67,7 @@ struct options {
 };
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt,
-                                                              ...) {
+                                                             ...) {
   fputs("hcg: ", stderr);
   va_list ap;
   va_start(ap, fmt);

@@ -169,8 +169,8 @@ int hcg_bridge_num_groups(const hcg_layout *L, const hcg_bridge *b) {
   return g->size / b->scale;
 }
 
-static int write_group(const struct hcg_dim *dp, int first, int scale,
-                       int *out, int cap, int *n) {
+static int write_group(const struct hcg_dim *dp, int first, int scale, int *out,
+                       int cap, int *n) {
   if (!out || !n)
     return HCG_EINVAL;
   if (cap < scale)
@@ -200,15 +200,16 @@ int hcg_bridge_group_at(const hcg_layout *L, const hcg_bridge *b, int ordinal,
   return write_group(&v->dims[dp], first, b->scale, out, cap, n);
 }
 
-int hcg_bridge_group_of_rank(const hcg_layout *L, const hcg_bridge *b,
-                             int rank, int *out, int cap, int *n) {
+int hcg_bridge_group_of_rank(const hcg_layout *L, const hcg_bridge *b, int rank,
+                             int *out, int cap, int *n) {
   const struct hcg_grid *g = gather_side(L, b);
   if (!g)
     return HCG_EINVAL;
   if (b->kind == HCG_BRIDGE_PASSTHROUGH ||
       !hcg_grid_contains(L, (int)(g - L->grids), rank))
     return HCG_ENOTMEMBER;
-  const struct hcg_dim *dp = &g->views[0].dims[hcg__find_dim(&g->views[0], "dp")];
+  const struct hcg_dim *dp =
+      &g->views[0].dims[hcg__find_dim(&g->views[0], "dp")];
   int c = ((rank - g->offset) / dp->stride) % dp->size;
   return write_group(dp, rank - (c % b->scale) * dp->stride, b->scale, out, cap,
                      n);
@@ -228,7 +229,8 @@ int hcg_bridge_batch_slice(const hcg_layout *L, const hcg_bridge *b, int rank,
     return hcg__fail(err, HCG_EBRIDGE,
                      "batch %lld is not divisible by the bridge's scale %d",
                      batch, b->scale);
-  const struct hcg_dim *dp = &g->views[0].dims[hcg__find_dim(&g->views[0], "dp")];
+  const struct hcg_dim *dp =
+      &g->views[0].dims[hcg__find_dim(&g->views[0], "dp")];
   int slot = ((rank - g->offset) / dp->stride) % dp->size % b->scale;
   *len = batch / b->scale;
   *start = slot * *len;

@@ -123,7 +123,9 @@ int hcg__fail_at(hcg_error *err, int code, const struct hcg_source *src,
   }
   for (size_t i = from; i < to; i++) {
     unsigned char c = (unsigned char)src->text[i];
-    excerpt[n++] = (c >= 0x20 && c < 0x7f) ? (char)c : (c == '\t' || c == '\r' ? ' ' : '?');
+    excerpt[n++] = (c >= 0x20 && c < 0x7f)
+                       ? (char)c
+                       : (c == '\t' || c == '\r' ? ' ' : '?');
   }
   if (cut_right) {
     memcpy(excerpt + n, "...", 3);

@@ -94,8 +94,8 @@ int hcg_layout_load(const char *arg, const hcg_layout_config *cfg,
     return hcg_layout_parse(arg, strlen(arg), cfg, out, err);
   char *text;
   size_t len;
-  int rc = hcg_layout_read_file(arg + 1, cfg ? cfg->max_bytes : 0, &text, &len,
-                                err);
+  int rc =
+      hcg_layout_read_file(arg + 1, cfg ? cfg->max_bytes : 0, &text, &len, err);
   if (rc)
     return rc;
   struct hcg_source src = {text, len, arg + 1};

@@ -27,8 +27,7 @@ int hcg__valid_grid(const struct hcg_layout *L, int grid) {
 }
 
 int hcg__valid_view(const struct hcg_layout *L, int grid, int view) {
-  return hcg__valid_grid(L, grid) && view >= 0 &&
-         view < L->grids[grid].nviews;
+  return hcg__valid_grid(L, grid) && view >= 0 && view < L->grids[grid].nviews;
 }
 
 const struct hcg_view *hcg__view(const struct hcg_layout *L, int grid,

@@ -20,12 +20,12 @@ typedef size_t hcg_pos;
 
 struct hcg_dim {
   char name[HCG_NAME_BUF];
-  int size;        /* resolved size (0 until a '*' or shared dim resolves) */
-  int stride;      /* product of the sizes of the dims before it           */
-  int infer;       /* written as '*'                                        */
-  int shared;      /* view dim written bare: shared with the base           */
-  int base_dim;    /* for a shared dim: its index in the base view          */
-  hcg_pos pos;     /* the dim's name                                        */
+  int size;         /* resolved size (0 until a '*' or shared dim resolves) */
+  int stride;       /* product of the sizes of the dims before it           */
+  int infer;        /* written as '*'                                        */
+  int shared;       /* view dim written bare: shared with the base           */
+  int base_dim;     /* for a shared dim: its index in the base view          */
+  hcg_pos pos;      /* the dim's name                                        */
   hcg_pos size_pos; /* its size token (or the name, for shared dims)        */
 };
 
@@ -113,8 +113,7 @@ int hcg__check_dims(const struct hcg_view *v, const char *kind,
                     hcg_error *err);
 /* Resolves a '*' in v so that its dims multiply to span. */
 int hcg__infer(struct hcg_view *v, long long span, const char *kind,
-               const char *label, const struct hcg_source *src,
-               hcg_error *err);
+               const char *label, const struct hcg_source *src, hcg_error *err);
 /* Grid checks, offsets and '*' in grids, against L->world (0: derive). */
 int hcg__resolve_grids(struct hcg_layout *L, const struct hcg_source *src,
                        hcg_error *err);

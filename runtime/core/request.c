@@ -102,8 +102,8 @@ int hcg_request_parse(const hcg_layout *L, const char *spec, hcg_request *out,
       for (int g = 0; g < L->ngrids; g++)
         hcg__buf_printf(&gb, "%s%s", g ? ", " : "", L->grids[g].name);
       return hcg__fail(err, HCG_ENOTFOUND,
-                       "spec '%s': no grid named '%s' (grids: %s)", spec,
-                       gname, grids);
+                       "spec '%s': no grid named '%s' (grids: %s)", spec, gname,
+                       grids);
     }
     if (spec[n] == '/') {
       if (take_name(spec + n + 1, ":", vname) < 0 ||

@@ -132,8 +132,7 @@ int hcg__resolve_grids(struct hcg_layout *L, const struct hcg_source *src,
                             "grid '%s' starts at rank %d, where the world "
                             "ends, so '*' has no ranks to fill",
                             g->name, g->offset);
-      if ((rc = hcg__infer(base, limit - g->offset, "grid", g->name, src,
-                           err)))
+      if ((rc = hcg__infer(base, limit - g->offset, "grid", g->name, src, err)))
         return rc;
     }
     long long size = product_except(base, -1);

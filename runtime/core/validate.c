@@ -235,7 +235,8 @@ static int choose_language(struct hcg_layout *L, const struct hcg_source *src,
   }
   int llm = find_grid(L, "llm"), lang = find_grid(L, "language");
   if (llm >= 0 && lang >= 0)
-    return hcg__fail_at(err, HCG_ELAYOUT, src, L->grids[lang > llm ? lang : llm].pos,
+    return hcg__fail_at(err, HCG_ELAYOUT, src,
+                        L->grids[lang > llm ? lang : llm].pos,
                         "grids 'llm' and 'language' both claim to be the "
                         "language module; rename one or name the language "
                         "module explicitly");

@@ -19,7 +19,7 @@
 #define CHECK(c)                                                               \
   do {                                                                         \
     if (!(c)) {                                                                \
-      fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,         \
+      fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,          \
               __LINE__);                                                       \
       abort();                                                                 \
     }                                                                          \
@@ -177,8 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *canon = hcg_layout_text(L);
     hcg_layout *again = NULL;
     cfg.world_size = hcg_layout_world_size(L);
-    CHECK(hcg_layout_parse(canon, strlen(canon), &cfg, &again, &err) ==
-          HCG_OK);
+    CHECK(hcg_layout_parse(canon, strlen(canon), &cfg, &again, &err) == HCG_OK);
     CHECK(strcmp(hcg_layout_text(again), canon) == 0);
     hcg_layout_free(again);
     exercise(L, seed, spec);

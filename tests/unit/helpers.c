@@ -74,9 +74,9 @@ void expect_error_at(const char *file, int line, const char *text, int world,
   hcg_layout *L = (hcg_layout *)1;
   hcg_error err = HCG_ERROR_INIT;
   int rc = hcg_layout_parse(text, strlen(text), &cfg, &L, &err);
-  ck_assert_msg(rc == code, "%s:%d: '%s' (world %d): rc %d (%s), expected %d; %s",
-                file, line, text, world, rc, hcg_strerror(rc), code,
-                err.message);
+  ck_assert_msg(rc == code,
+                "%s:%d: '%s' (world %d): rc %d (%s), expected %d; %s", file,
+                line, text, world, rc, hcg_strerror(rc), code, err.message);
   ck_assert_msg(L == NULL, "%s:%d: layout not NULL on error", file, line);
   ck_assert_int_eq(err.code, code);
   ck_assert_msg(strstr(err.message, needle) != NULL,

@@ -42,31 +42,39 @@ static void expect_field_key(const hcg_layout *L, const char *field,
 START_TEST(collection_dense_and_expert) {
   hcg_layout *L = must_parse(
       "llm:tp=2,cp=2,dp=2,pp=2; llm/expert:expt_tp=2,ep=2,expt_dp=2,pp", 16);
-  expect_field(L, "tp", "[[0,1],[2,3],[4,5],[6,7],[8,9],[10,11],[12,13],"
-                        "[14,15]]");
-  expect_field(L, "cp", "[[0,2],[1,3],[4,6],[5,7],[8,10],[9,11],[12,14],"
-                        "[13,15]]");
-  expect_field(L, "dp", "[[0,4],[1,5],[2,6],[3,7],[8,12],[9,13],[10,14],"
-                        "[11,15]]");
+  expect_field(L, "tp",
+               "[[0,1],[2,3],[4,5],[6,7],[8,9],[10,11],[12,13],"
+               "[14,15]]");
+  expect_field(L, "cp",
+               "[[0,2],[1,3],[4,6],[5,7],[8,10],[9,11],[12,14],"
+               "[13,15]]");
+  expect_field(L, "dp",
+               "[[0,4],[1,5],[2,6],[3,7],[8,12],[9,13],[10,14],"
+               "[11,15]]");
   expect_field(L, "dp_cp", "[[0,2,4,6],[1,3,5,7],[8,10,12,14],[9,11,13,15]]");
-  expect_field(L, "pp", "[[0,8],[1,9],[2,10],[3,11],[4,12],[5,13],[6,14],"
-                        "[7,15]]");
+  expect_field(L, "pp",
+               "[[0,8],[1,9],[2,10],[3,11],[4,12],[5,13],[6,14],"
+               "[7,15]]");
   expect_field(L, "mp", "[[0,1,8,9],[2,3,10,11],[4,5,12,13],[6,7,14,15]]");
   expect_field(L, "tp_cp", "[[0,1,2,3],[4,5,6,7],[8,9,10,11],[12,13,14,15]]");
   expect_field(L, "tp_dp", "[[0,1,4,5],[2,3,6,7],[8,9,12,13],[10,11,14,15]]");
   expect_field(L, "tp_dp_cp", "[[0,1,2,3,4,5,6,7],[8,9,10,11,12,13,14,15]]");
   expect_field(L, "dp_cp_gtp_remat",
                "[[0,2,4,6],[1,3,5,7],[8,10,12,14],[9,11,13,15]]");
-  expect_field(L, "ep", "[[0,2],[1,3],[4,6],[5,7],[8,10],[9,11],[12,14],"
-                        "[13,15]]");
-  expect_field(L, "expt_tp", "[[0,1],[2,3],[4,5],[6,7],[8,9],[10,11],[12,13],"
-                             "[14,15]]");
-  expect_field(L, "expt_dp", "[[0,4],[1,5],[2,6],[3,7],[8,12],[9,13],[10,14],"
-                             "[11,15]]");
+  expect_field(L, "ep",
+               "[[0,2],[1,3],[4,6],[5,7],[8,10],[9,11],[12,14],"
+               "[13,15]]");
+  expect_field(L, "expt_tp",
+               "[[0,1],[2,3],[4,5],[6,7],[8,9],[10,11],[12,13],"
+               "[14,15]]");
+  expect_field(L, "expt_dp",
+               "[[0,4],[1,5],[2,6],[3,7],[8,12],[9,13],[10,14],"
+               "[11,15]]");
   expect_field(L, "tp_ep", "[[0,1,2,3],[4,5,6,7],[8,9,10,11],[12,13,14,15]]");
   expect_field(L, "tp_ep_pp", "[[0,1,2,3,8,9,10,11],[4,5,6,7,12,13,14,15]]");
-  expect_field(L, "expt_dp_gtp_remat", "[[0,4],[1,5],[2,6],[3,7],[8,12],"
-                                       "[9,13],[10,14],[11,15]]");
+  expect_field(L, "expt_dp_gtp_remat",
+               "[[0,4],[1,5],[2,6],[3,7],[8,12],"
+               "[9,13],[10,14],[11,15]]");
   expect_field(L, "tp_ep_pp_with_egtp_remat",
                "[[0,1,2,3,8,9,10,11],[4,5,6,7,12,13,14,15]]");
   expect_field(L, "intra_dist_opt",
@@ -87,8 +95,7 @@ START_TEST(collection_aliases) {
   hcg_layout *L = must_parse(
       "llm:tp=2,cp=2,dp=2,pp=2; llm/expert:expt_tp=2,ep=2,expt_dp=2,pp", 16);
   ck_assert_int_eq(hcg_field_alias(HCG_FIELD_INTRA_DP_CP), HCG_FIELD_DP_CP);
-  ck_assert_int_eq(hcg_field_alias(HCG_FIELD_INTRA_EXPT_DP),
-                   HCG_FIELD_EXPT_DP);
+  ck_assert_int_eq(hcg_field_alias(HCG_FIELD_INTRA_EXPT_DP), HCG_FIELD_EXPT_DP);
   ck_assert_int_eq(hcg_field_alias(HCG_FIELD_TP), -1);
   hcg_request a, b;
   hcg_collection_request(L, 0, HCG_FIELD_INTRA_DP_CP, &a);

@@ -14,8 +14,8 @@ static void expect_canonical(const char *text, int world,
                              const char *canonical) {
   hcg_layout *L = must_parse(text, world);
   ck_assert_msg(strcmp(hcg_layout_text(L), canonical) == 0,
-                "'%s': canonical '%s', expected '%s'", text,
-                hcg_layout_text(L), canonical);
+                "'%s': canonical '%s', expected '%s'", text, hcg_layout_text(L),
+                canonical);
   /* The canonical text reads back to itself. */
   hcg_layout *again = must_parse(canonical, world);
   ck_assert_str_eq(hcg_layout_text(again), canonical);
@@ -85,8 +85,9 @@ START_TEST(syntax_errors) {
   expect_error("tp=2 dp=4", 8, HCG_ESYNTAX, 6,
                "expected ',' or the end of the item (';' or a new line), got "
                "'d'");
-  expect_error("tp!2", 8, HCG_ESYNTAX, 3, "expected '=' after dim 'tp', got "
-                                          "'!'");
+  expect_error("tp!2", 8, HCG_ESYNTAX, 3,
+               "expected '=' after dim 'tp', got "
+               "'!'");
   expect_error("llm:tp=2;\nllm:dp=2", 4, HCG_ELAYOUT, 1,
                "layout: line 2, column 1: grid 'llm' is defined twice");
   expect_error("tp=2; dp=2", 4, HCG_ESYNTAX, 7,
@@ -106,7 +107,8 @@ START_TEST(syntax_errors) {
                "grid 'llm' names dim 'tp' twice");
   expect_error("llm:tp=2\x01", 2, HCG_ESYNTAX, 8, "got '2?'");
   expect_error("llm:tp=2;\x01", 2, HCG_ESYNTAX, 10, "got byte 0x01");
-  expect_error("llm:tp=2,d\xc3\xa9=1", 2, HCG_ESYNTAX, 11, "expected '=' after dim 'd'");
+  expect_error("llm:tp=2,d\xc3\xa9=1", 2, HCG_ESYNTAX, 11,
+               "expected '=' after dim 'd'");
   /* A long name: limit. */
   expect_error("abcdefghijklmnopqrstuvwxyz_0123456=1", 1, HCG_ELIMIT, 1,
                "is 34 characters long; the limit is 32");
@@ -188,8 +190,7 @@ START_TEST(limits) {
   }
   expect_error(text, 0, HCG_ELIMIT, 0, "grid 'g' has more than 16 dims");
   /* A NUL byte inside the given length. */
-  ck_assert_int_eq(hcg_layout_parse("tp=2\0x", 6, NULL, &L, &err),
-                   HCG_ESYNTAX);
+  ck_assert_int_eq(hcg_layout_parse("tp=2\0x", 6, NULL, &L, &err), HCG_ESYNTAX);
   ck_assert_int_eq(err.column, 5);
 }
 END_TEST
@@ -270,15 +271,13 @@ START_TEST(request_specs) {
   ck_assert_int_eq(hcg_request_parse(L, "nope:tp", &req, &err), HCG_ENOTFOUND);
   ck_assert_ptr_nonnull(
       strstr(err.message, "no grid named 'nope' (grids: vision, llm)"));
-  ck_assert_int_eq(hcg_request_parse(L, "llm/x:ep", &req, &err),
-                   HCG_ENOTFOUND);
+  ck_assert_int_eq(hcg_request_parse(L, "llm/x:ep", &req, &err), HCG_ENOTFOUND);
   ck_assert_ptr_nonnull(
       strstr(err.message, "grid 'llm' has no view named 'x' (views: base, e)"));
   ck_assert_int_eq(hcg_request_parse(L, "llm:ep", &req, &err), HCG_ENOTFOUND);
   ck_assert_ptr_nonnull(
       strstr(err.message, "grid 'llm' has no dim 'ep' (its dims: tp, dp, pp)"));
-  ck_assert_int_eq(hcg_request_parse(L, "llm/e:tp", &req, &err),
-                   HCG_ENOTFOUND);
+  ck_assert_int_eq(hcg_request_parse(L, "llm/e:tp", &req, &err), HCG_ENOTFOUND);
   ck_assert_ptr_nonnull(strstr(err.message, "view 'llm/e' has no dim 'tp'"));
   ck_assert_int_eq(hcg_request_parse(L, "llm:tp,tp", &req, &err), HCG_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.message, "named twice"));

@@ -51,8 +51,8 @@ static void split(int total, int n, int *out) {
     }
 }
 
-static const char *const pool[] = {"tp", "cp", "dp", "pp", "gtp_remat", "x",
-                                   "y"};
+static const char *const pool[] = {"tp",        "cp", "dp", "pp",
+                                   "gtp_remat", "x",  "y"};
 enum { POOL = 7 };
 
 /* Writes base dims (sizes in sz) with random names; at most one may be
@@ -80,8 +80,8 @@ static void write_dims(struct gen *g, int nd, const int *sz, int infer,
 /* A view on grid `gname`: consecutive runs of base dims are either kept
  * (written bare, shared) or refactored into new dims of the same product,
  * which keeps every shared dim's stride, so the view is valid. */
-static void write_view(struct gen *g, const char *gname, int nd,
-                       const int *sz, const char **names) {
+static void write_view(struct gen *g, const char *gname, int nd, const int *sz,
+                       const char **names) {
   append(g, ";%s/%s:", gname, rnd(2) ? "expert" : "alt");
   int first = 1, fresh = 0, star_used = 0;
   for (int d = 0; d < nd;) {
@@ -171,7 +171,7 @@ static void check_request(const hcg_layout *L, const hcg_request *req,
   int sizes[HCG_MAX_DIMS];
   for (int d = 0; d < nd; d++)
     sizes[d] = hcg_dim_size(L, g, v, d);
-  int (*coords)[HCG_MAX_DIMS] = malloc(sizeof *coords * (size_t)size);
+  int(*coords)[HCG_MAX_DIMS] = malloc(sizeof *coords * (size_t)size);
   for (int r = 0; r < size; r++) {
     int rest = r;
     for (int d = 0; d < nd; d++) {
@@ -262,7 +262,7 @@ static void check_layout(const char *text, int world) {
       int nd = hcg_view_num_dims(L, g, v);
       /* every dim subset of small views, a sample otherwise */
       int subsets = 1 << nd;
-      for (int s = 0; s < subsets; s += nd > 4 ? 1 + (int)rnd(5) : 1) {
+      for (int s = 0; s<subsets; s += nd> 4 ? 1 + (int)rnd(5) : 1) {
         char ctx[4200];
         snprintf(ctx, sizeof ctx, "'%s' -n %d, grid %d view %d mask %#x", text,
                  world, g, v, s);
@@ -313,7 +313,8 @@ static int env_int(const char *name, int fallback) {
 
 START_TEST(random_layouts) {
   int iters = env_int("HCG_PROP_ITERS", 3000);
-  unsigned long long seed = (unsigned long long)env_int("HCG_PROP_SEED", 20261121);
+  unsigned long long seed =
+      (unsigned long long)env_int("HCG_PROP_SEED", 20261121);
   rng_state = seed * 2654435761ULL + 1;
   for (int i = 0; i < iters; i++) {
     struct gen g;

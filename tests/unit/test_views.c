@@ -59,19 +59,21 @@ END_TEST
 START_TEST(several_shared_dims) {
   const char *l = "g:tp=2,cp=2,dp=2,pp=2; g/v:ep=8,pp";
   /* dims tp,cp,dp multiply to 8 = ep; pp stride 8 in both. */
-  expect_enum(l, 16, "g/v:pp", "[[0,8],[1,9],[2,10],[3,11],[4,12],[5,13],"
-                               "[6,14],[7,15]]");
-  expect_enum(l, 16, "g/v:ep",
-              "[[0,1,2,3,4,5,6,7],[8,9,10,11,12,13,14,15]]");
+  expect_enum(l, 16, "g/v:pp",
+              "[[0,8],[1,9],[2,10],[3,11],[4,12],[5,13],"
+              "[6,14],[7,15]]");
+  expect_enum(l, 16, "g/v:ep", "[[0,1,2,3,4,5,6,7],[8,9,10,11,12,13,14,15]]");
   /* Two shared dims (cp and pp) in a view splitting tp x dp differently. */
   const char *m = "g:tp=2,cp=2,dp=2,pp=2; g/w:a=1,b=2,cp,x=2,pp";
   hcg_layout *L = must_parse(m, 16);
   expect_key(L, "g/w:pp,cp", "g:pp-cp");
   hcg_layout_free(L);
-  expect_enum(m, 16, "g/w:cp,pp", "[[0,2,8,10],[1,3,9,11],[4,6,12,14],"
-                                  "[5,7,13,15]]");
-  expect_enum(m, 16, "g:cp,pp", "[[0,2,8,10],[1,3,9,11],[4,6,12,14],"
-                                "[5,7,13,15]]");
+  expect_enum(m, 16, "g/w:cp,pp",
+              "[[0,2,8,10],[1,3,9,11],[4,6,12,14],"
+              "[5,7,13,15]]");
+  expect_enum(m, 16, "g:cp,pp",
+              "[[0,2,8,10],[1,3,9,11],[4,6,12,14],"
+              "[5,7,13,15]]");
 }
 END_TEST
 
