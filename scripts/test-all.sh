@@ -4,7 +4,7 @@
 #   2. build, unit tests (Check) and hcg command tests (bats): make check
 #   3. the same tests built with AddressSanitizer + UBSan
 #   4. the unit tests and the hcg command under valgrind
-#   5. make distcheck
+#   5. the Python binding's tests (contrib/python), make distcheck
 #   6. the layout fuzzer for HCG_FUZZ_SECONDS (default 60)
 #   7. the integration tests on a private Slurm cluster (plugin, libhcg)
 # Safe to run twice; builds go to build/, build-asan/ in the source tree.
@@ -77,6 +77,7 @@ step "build with AddressSanitizer + UBSan" scripts/build.sh build-asan \
   LDFLAGS="-fsanitize=address,undefined"
 step "tests under AddressSanitizer + UBSan" check_in build-asan
 step "tests under valgrind" valgrind_suite
+step "Python binding (contrib/python)" contrib/python/run-tests.sh "$src/build"
 step "make distcheck" make -C build -j"$jobs" distcheck
 step "fuzz the layout parser (${HCG_FUZZ_SECONDS:-60} s)" \
   env HCG_FUZZ_DIR="$src/build/fuzz" tests/fuzz/run-fuzz.sh "${HCG_FUZZ_SECONDS:-60}"

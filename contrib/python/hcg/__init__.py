@@ -1,0 +1,43 @@
+"""hcg: Megatron-LM's HyperCommGrid layouts from Python, through libhcg.
+
+Pure Python (ctypes, standard library only). Every group, key and
+coordinate comes from libhcg, so it is exactly what the hcg SPANK plugin
+exports, what ``hcg enum``/``hcg explain`` print and what Megatron computes.
+
+    >>> import hcg
+    >>> with hcg.Layout("tp=2,cp=3,dp=4", 24) as L:
+    ...     L.enumerate("dp,tp")[0]
+    [0, 1, 6, 7, 12, 13, 18, 19]
+
+In a task started by ``srun --hcg-layout=...``::
+
+    task = hcg.env.from_environ()
+    members, index, key = task.group("llm:dp,cp")
+
+PyTorch process groups: :mod:`hcg.torch` (imported on demand).
+
+The library is found as libhcg.so.0 through the dynamic loader, or at the
+path in $HCG_LIBRARY.
+"""
+
+from __future__ import annotations
+
+from . import env
+from .errors import HcgError, Status
+from .layout import (EMBEDDINGS, FIELDS, Bridge, Dim, Grid, Group, Groups,
+                     Layout, Request, Stage, View)
+
+__all__ = [
+    "Bridge", "Dim", "EMBEDDINGS", "FIELDS", "Grid", "Group", "Groups",
+    "HcgError", "Layout", "Request", "Stage", "Status", "View", "env",
+    "library_version",
+]
+
+__version__ = "0.1.0"
+
+
+def library_version() -> str:
+    """The version of the loaded libhcg, e.g. '0.1.0'."""
+    from . import _lib
+
+    return _lib.text(_lib.lib().hcg_version())
