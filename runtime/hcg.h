@@ -405,6 +405,355 @@ int hcg_rank_env(const hcg_layout *layout, int rank, hcg_env_fn fn, void *arg);
  * ===========================================================================
  */
 
+/* ---------------------------------------------------------------------------
+ * Contexts
+ *
+ * A context is one process's view of the job: the layout, rank and world
+ * size read from the HCG_* environment the SPANK plugin exports (see
+ * hcg_rank_env), checked for consistency and, under PMIx, against PMIx's own
+ * rank and job size; plus the communicators created through it.
+ *
+ * There is no global state: any number of contexts may exist in a process.
+ * PMIx_Init is reference-counted by PMIx, and each context that initialized
+ * PMIx finalizes it once in hcg_ctx_free.
+ *
+ * Threads. Queries (every function taking a const hcg_ctx *, and the
+ * hcg_comm_* accessors) only read the context; any number of threads may
+ * run them at once. Calls taking a non-const hcg_ctx * (hcg_exchange_ids,
+ * hcg_comm_create, hcg_comm_destroy, hcg_ctx_device, hcg_ctx_free) change
+ * it: they must not run concurrently with any other call on the same
+ * context. Distinct contexts are independent, but exchanges and communicator
+ * creation are collective over the whole job: every process must make them
+ * in the same order, counting all of its contexts.
+ *
+ * Collective failures. The exchange and communicator calls are collective:
+ * every process of the job calls them. A process that fails before the
+ * exchange (a bad argument, an existing key, no GPU) returns at once; the
+ * others then fail with HCG_ETIMEOUT after the context's timeout (or at
+ * once with HCG_EPMIX when the process that left had connected to PMIx).
+ * After a failed fence the context refuses further exchanges (its fences
+ * would no longer pair with the other processes'); the job should end.
+ */
+typedef struct hcg_ctx hcg_ctx;
+
+/* Default timeout of fences, gets, NCCL initialization and finalization. */
+#define HCG_DEFAULT_TIMEOUT_S 60
+/* Longest timeout accepted, in seconds (one day). */
+#define HCG_MAX_TIMEOUT_S 86400
+/* Longest hcg_ctx_config.tag, in bytes without the NUL. */
+#define HCG_MAX_TAG 64
+/* Bytes of a group id: an ncclUniqueId. */
+#define HCG_ID_BYTES 128
+
+/* Whether a context uses PMIx. */
+enum hcg_pmix_use {
+  /* Use PMIx when the process was started with a PMIx server (PMIx's
+   * PMIX_NAMESPACE is in the process environment); without one the context
+   * still answers queries, and exchanges fail with HCG_EPMIX (HCG_ENOTSUP
+   * in a build without PMIx). */
+  HCG_PMIX_AUTO = 0,
+  /* Fail in hcg_ctx_init (HCG_EPMIX, or HCG_ENOTSUP in a build without
+   * PMIx) when there is no PMIx server, e.g. srun without --mpi=pmix. */
+  HCG_PMIX_REQUIRE = 1,
+  /* Never touch PMIx: queries only (exchanges fail with HCG_EPMIX). */
+  HCG_PMIX_OFF = 2
+};
+
+/* Looks up one variable: its value, or NULL when it is not set. */
+typedef const char *(*hcg_getenv_fn)(void *arg, const char *name);
+
+typedef struct hcg_ctx_config {
+  /* Where the HCG_* variables (and SLURM_LOCALID) come from. getenv_fn, if
+   * set, wins; else envp, a NULL-terminated array of "NAME=VALUE" strings
+   * (the first entry of a name counts); else the process environment via
+   * getenv(3), which must not be modified concurrently. Only read during
+   * hcg_ctx_init. PMIx always reads the process environment. */
+  hcg_getenv_fn getenv_fn;
+  void *getenv_arg;
+  const char *const *envp;
+  /* enum hcg_pmix_use. */
+  int pmix;
+  /* Seconds a fence, a get or an NCCL initialization may wait for a peer
+   * before failing with HCG_ETIMEOUT. 0: the HCG_TIMEOUT variable if set,
+   * else HCG_DEFAULT_TIMEOUT_S. At most HCG_MAX_TIMEOUT_S. */
+  int timeout_s;
+  /* CUDA device for communicators; -1 chooses it (see hcg_ctx_device). */
+  int device;
+  /* Namespace for the PMIx keys of this context's exchanges, at most
+   * HCG_MAX_TAG characters of [A-Za-z0-9_-]; NULL or "" for none. Two
+   * contexts in one process that exchange the same group keys need
+   * different tags (the second leader would otherwise find its key taken
+   * and fail with HCG_EEXIST). The same on every process of the job. */
+  const char *tag;
+} hcg_ctx_config;
+
+#define HCG_CTX_CONFIG_INIT {NULL, NULL, NULL, HCG_PMIX_AUTO, 0, -1, NULL}
+
+/* Reads and checks the environment and creates a context. cfg may be NULL
+ * (defaults). Checks, in order: HCG_VERSION equals HCG_ENV_VERSION;
+ * HCG_WORLD_SIZE and HCG_RANK are integers with 0 <= rank < world;
+ * HCG_LAYOUT parses for that world with HCG_LANGUAGE as the language module;
+ * HCG_TIMEOUT (if used) is a positive integer; every other HCG_* variable of
+ * hcg_rank_env that is set has the value the layout gives this rank
+ * (per-dim variables may be absent). Then, under PMIx: PMIx's rank equals
+ * HCG_RANK and PMIX_JOB_SIZE equals HCG_WORLD_SIZE. Errors: HCG_EENV
+ * (missing or malformed variable; the message names it), HCG_EMISMATCH
+ * (two sources disagree; the message names both values), HCG_EPMIX,
+ * HCG_ENOTSUP, HCG_ENOMEM, HCG_EINVAL. On failure *out is NULL and nothing
+ * is leaked. */
+int hcg_ctx_init(const hcg_ctx_config *cfg, hcg_ctx **out, hcg_error *err);
+
+/* Destroys the context's remaining communicators (as hcg_comm_destroy with
+ * a NULL set, errors ignored), finalizes PMIx if this context initialized
+ * it, and frees everything. NULL is a no-op. */
+void hcg_ctx_free(hcg_ctx *ctx);
+
+/* The layout, owned by the context (valid until hcg_ctx_free). */
+const hcg_layout *hcg_ctx_layout(const hcg_ctx *ctx);
+int hcg_ctx_rank(const hcg_ctx *ctx);
+int hcg_ctx_world_size(const hcg_ctx *ctx);
+/* 1 when the context is connected to PMIx. */
+int hcg_ctx_has_pmix(const hcg_ctx *ctx);
+/* The timeout in seconds in use. */
+int hcg_ctx_timeout(const hcg_ctx *ctx);
+
+/* The grids holding this rank (HCG_GRIDS): their count, and the index in
+ * the layout of the i-th one, in layout order (-1 when i is out of range). */
+int hcg_ctx_num_grids(const hcg_ctx *ctx);
+int hcg_ctx_grid(const hcg_ctx *ctx, int i);
+
+/* This rank's coordinates in a grid's view (see hcg_rank_coords). */
+int hcg_ctx_coords(const hcg_ctx *ctx, int grid, int view, int *coords,
+                   int cap);
+/* This rank's group for a spec "GRID[/VIEW]:DIMS" (see hcg_request_parse),
+ * for a request, or for a collection field. Members: hcg_group_members with
+ * hcg_ctx_layout. HCG_ENOTMEMBER when the rank is outside that grid;
+ * HCG_ENOTPROVIDED for a field the grid does not provide. */
+int hcg_ctx_group(const hcg_ctx *ctx, const char *spec, hcg_group *out,
+                  hcg_error *err);
+int hcg_ctx_group_of(const hcg_ctx *ctx, const hcg_request *req,
+                     hcg_group *out);
+int hcg_ctx_field_group(const hcg_ctx *ctx, int grid, int field,
+                        hcg_group *out);
+/* This rank's embedding group of a kind (enum hcg_embedding). */
+int hcg_ctx_embedding_group(const hcg_ctx *ctx, int kind, int out[2], int *n);
+/* This rank's MIMO role in a grid (see hcg_rank_stage). */
+int hcg_ctx_stage(const hcg_ctx *ctx, int grid, int *is_first, int *is_last);
+
+/* Counters of a context, for tests and diagnostics. */
+typedef struct hcg_ctx_stats {
+  long long exchanges; /* exchange calls that reached PMIx          */
+  long long fences;    /* PMIx_Fence calls                          */
+  long long puts;      /* ids published (PMIx_Put)                  */
+  long long gets;      /* ids fetched from a leader (PMIx_Get)      */
+  long long comms;     /* communicators alive                       */
+  long long comms_created;
+  long long comms_destroyed;
+} hcg_ctx_stats;
+
+int hcg_ctx_get_stats(const hcg_ctx *ctx, hcg_ctx_stats *out);
+/* Shortcut: the number of PMIx fences this context has made (-1 for NULL). */
+long long hcg_ctx_num_fences(const hcg_ctx *ctx);
+
+/* The CUDA device this context's communicators use, chosen on the first
+ * call and made current on the calling thread (cudaSetDevice) by this call
+ * and by hcg_comm_create: hcg_ctx_config.device when >= 0, else the local
+ * rank (SLURM_LOCALID, else PMIx's PMIX_LOCAL_RANK, else 0) modulo the
+ * number of visible devices. With one GPU per task (CUDA_VISIBLE_DEVICES
+ * set by Slurm) that is device 0. HCG_ECUDA "no CUDA device" when CUDA sees
+ * none; HCG_ENOTSUP in a build without CUDA or NCCL. */
+int hcg_ctx_device(hcg_ctx *ctx, int *device, hcg_error *err);
+
+/* ---------------------------------------------------------------------------
+ * Group sets: the groups one exchange (or one hcg_comm_create) forms.
+ *
+ * A set holds entries; each names groups by request (every group of the
+ * request) and may carry communicator options. When a set is used, each
+ * entry contributes only the group holding the calling rank (entries of
+ * grids the rank is not in contribute nothing), and groups are identified
+ * by key: entries resolving to the same key (an all-shared view request and
+ * its base request, alias fields, equal dim sets) form one group and one
+ * communicator. Two entries with the same key and different options are an
+ * error (HCG_EINVAL) when the set is used.
+ *
+ * A set refers to a layout (it must outlive the set) and is used with a
+ * context whose hcg_ctx_layout is that layout. Not thread-safe for
+ * concurrent mutation; using a set only reads it.
+ */
+typedef struct hcg_groupset hcg_groupset;
+
+/* NCCL options of a group's communicator. Fields left at their
+ * HCG_COMM_OPTIONS_INIT value keep NCCL's defaults (or NCCL_* variables). */
+typedef struct hcg_comm_options {
+  /* 1: the communicator's CUDA stream (hcg_comm_stream) gets the highest
+   * priority the device offers (Megatron's high-priority stream groups). */
+  int high_priority;
+  /* ncclConfig_t minCTAs, maxCTAs, cgaClusterSize (0: default). */
+  int min_ctas;
+  int max_ctas;
+  int cga_cluster_size;
+  /* ncclConfig_t splitShare, collnetEnable, trafficClass (-1: default). */
+  int split_share;
+  int collnet_enable;
+  int traffic_class;
+  /* ncclConfig_t netName, e.g. "IB" or "Socket" (NULL: default). Copied
+   * when added to a set. */
+  const char *net_name;
+} hcg_comm_options;
+
+#define HCG_COMM_OPTIONS_INIT {0, 0, 0, 0, -1, -1, -1, NULL}
+
+/* Called once per communicator of this rank by hcg_comm_create, before the
+ * device check and the exchange, with the group's key, the entry's options
+ * (modifiable) and the ncclConfig_t about to be used (as void *: an
+ * NCCL_CONFIG_INITIALIZER with commName pointing to the key). The callback
+ * may set any of its fields; afterwards hcg applies the options that are
+ * not at their defaults over it and forces `blocking` to 0. Strings it puts
+ * there (commName, netName) are copied. A non-zero return stops
+ * hcg_comm_create with that status (an hcg status code, else HCG_EINVAL). */
+typedef int (*hcg_comm_config_fn)(void *arg, const char *key,
+                                  hcg_comm_options *opts, void *nccl_config);
+
+int hcg_groupset_create(const hcg_layout *layout, hcg_groupset **out,
+                        hcg_error *err);
+void hcg_groupset_free(hcg_groupset *set);
+
+/* Adds the groups of a spec "GRID[/VIEW]:DIMS" (hcg_request_parse) or of a
+ * request. opts may be NULL (defaults). */
+int hcg_groupset_add(hcg_groupset *set, const char *spec,
+                     const hcg_comm_options *opts, hcg_error *err);
+int hcg_groupset_add_request(hcg_groupset *set, const hcg_request *req,
+                             const hcg_comm_options *opts, hcg_error *err);
+/* Adds the whole process-group collection of a grid: every provided field
+ * (alias fields are the same groups), and for the language grid also its
+ * embedding groups "GRID#embd" and "GRID#pos_embd". */
+int hcg_groupset_add_collection(hcg_groupset *set, int grid,
+                                const hcg_comm_options *opts, hcg_error *err);
+/* Adds the language grid's embedding groups of a kind (enum
+ * hcg_embedding), keyed "GRID#embd" or "GRID#pos_embd". */
+int hcg_groupset_add_embedding(hcg_groupset *set, int kind,
+                               const hcg_comm_options *opts, hcg_error *err);
+/* The callback for hcg_comm_create (NULL: none). */
+int hcg_groupset_set_config_fn(hcg_groupset *set, hcg_comm_config_fn fn,
+                               void *arg);
+/* Number of entries added (before deduplication). */
+int hcg_groupset_num_entries(const hcg_groupset *set);
+
+/* ---------------------------------------------------------------------------
+ * The id exchange: ONE PMIx fence for a whole set.
+ *
+ * For each group of the set holding this rank, its leader (first member)
+ * makes an id (ncclGetUniqueId, or 128 random bytes in a build without NCCL
+ * or with HCG_EXCHANGE_RANDOM_IDS) and publishes it with PMIx_Put under a
+ * key derived from the tag, the context's exchange count and the group key
+ * (hashed when longer than PMIx allows); then one PMIx_Commit, one
+ * PMIx_Fence over every process of the job without data collection, and
+ * each member fetches its leaders' ids with PMIx_Get. Groups of one member
+ * need no PMIx traffic. Fence and gets time out after hcg_ctx_timeout
+ * seconds (HCG_ETIMEOUT, naming what was awaited). Work per rank: O(dims)
+ * per entry and one get per group it does not lead.
+ *
+ * Every process of the job must call it (with the same set in naive mode;
+ * other sets may differ between processes). An ncclUniqueId made by
+ * ncclGetUniqueId holds a listening bootstrap socket and thread in the
+ * leader's process until a communicator is created from it; use
+ * HCG_EXCHANGE_RANDOM_IDS when the ids are not meant for NCCL.
+ */
+enum hcg_exchange_flags {
+  /* One fence per group key of the set instead of one in all (every process
+   * takes part in every fence, member or not): the cost of forming groups
+   * one collective at a time, for comparison. */
+  HCG_EXCHANGE_NAIVE = 1,
+  /* Random ids (getrandom) instead of ncclGetUniqueId. */
+  HCG_EXCHANGE_RANDOM_IDS = 2
+};
+
+typedef struct hcg_exchange hcg_exchange;
+
+/* One of this rank's groups in an exchange. */
+typedef struct hcg_group_id {
+  const char *key; /* group key; valid while the exchange lives          */
+  int embedding;   /* -1 for request groups, else enum hcg_embedding     */
+  hcg_group group; /* request groups: hcg_group_of_rank; embedding
+                      groups: first, size and index, req.grid the
+                      language grid (view 0, dims 0), ordinal -1         */
+  int leader;      /* first member, who published the id                 */
+  unsigned char id[HCG_ID_BYTES];
+} hcg_group_id;
+
+int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
+                     hcg_exchange **out, hcg_error *err);
+/* This rank's groups, deduplicated, in the order their keys first appeared
+ * in the set. */
+int hcg_exchange_num_groups(const hcg_exchange *x);
+int hcg_exchange_group(const hcg_exchange *x, int i, hcg_group_id *out);
+/* Members of the i-th group, ascending, into out[0 .. size-1]. */
+int hcg_exchange_members(const hcg_exchange *x, int i, int *out, int cap);
+/* Frees an exchange; it refers to its context's layout, so free it before
+ * the context. NULL is a no-op. */
+void hcg_exchange_free(hcg_exchange *x);
+
+/* The PMIx key under which the leader of `key` publishes its id for the
+ * exchange numbered `epoch` (0, 1, ... per context) with a tag: "hcg." TAG
+ * "." EPOCH "." KEY, or, when that would exceed PMIx's 511 characters,
+ * "hcg." TAG "." EPOCH ".#" and 32 hex digits of a hash of KEY. Exposed for
+ * diagnostics. HCG_ERANGE when cap is too small (512 always suffices). */
+int hcg_exchange_pmix_key(const char *tag, long long epoch, const char *key,
+                          char *buf, size_t cap);
+
+/* ---------------------------------------------------------------------------
+ * NCCL communicators
+ *
+ * hcg_comm_create forms every communicator of a set for this rank: options
+ * and callbacks, device check (hcg_ctx_device), one exchange (one fence),
+ * then all ncclCommInitRankConfig calls inside one ncclGroupStart/End with
+ * non-blocking configs, polled with ncclCommGetAsyncError until done;
+ * on an error or after the timeout all of this call's communicators are
+ * aborted (ncclCommAbort) and none is kept. Each communicator gets its own
+ * non-blocking CUDA stream. The context owns them; a group key has at most
+ * one communicator per context, so a view request that resolves to its base
+ * group finds the base group's communicator. HCG_EEXIST when a key of the
+ * set already has one (the message names it). In a build without NCCL:
+ * HCG_ENOTSUP; on a machine without GPU: HCG_ECUDA "no CUDA device".
+ */
+typedef struct hcg_comm hcg_comm;
+
+int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err);
+
+/* Destroys this rank's communicators for the groups of a set (NULL: all of
+ * the context's), each once, however many entries name it; keys without a
+ * communicator are skipped. Each is finalized (ncclCommFinalize, polled up
+ * to the timeout; the other members must destroy it too), then destroyed,
+ * or aborted after an error or timeout (the status says so; the
+ * communicator is freed either way). Handles of destroyed communicators are
+ * invalid. */
+int hcg_comm_destroy(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err);
+
+/* This rank's communicator for a spec, a request, a collection field or an
+ * embedding kind. HCG_ENOTMEMBER when the rank is not in that grid or group,
+ * HCG_ENOTPROVIDED for a field the grid lacks, HCG_ENOTFOUND when it was
+ * not created. The handle lives until it is destroyed. */
+int hcg_comm_find(const hcg_ctx *ctx, const char *spec, hcg_comm **out,
+                  hcg_error *err);
+int hcg_comm_find_request(const hcg_ctx *ctx, const hcg_request *req,
+                          hcg_comm **out);
+int hcg_comm_find_field(const hcg_ctx *ctx, int grid, int field,
+                        hcg_comm **out);
+int hcg_comm_find_embedding(const hcg_ctx *ctx, int kind, hcg_comm **out);
+/* By group key ("llm:cp-tp", "llm#embd"; see hcg_group_id.key):
+ * HCG_ENOTFOUND when this context holds no communicator of that key. */
+int hcg_comm_find_key(const hcg_ctx *ctx, const char *key, hcg_comm **out);
+/* Number of communicators the context holds. */
+int hcg_ctx_num_comms(const hcg_ctx *ctx);
+
+const char *hcg_comm_key(const hcg_comm *comm);
+int hcg_comm_size(const hcg_comm *comm); /* members                     */
+int hcg_comm_rank(const hcg_comm *comm); /* this rank's index in them   */
+/* The ncclComm_t and the communicator's cudaStream_t (cast them); both are
+ * destroyed with the communicator. */
+void *hcg_comm_nccl(const hcg_comm *comm);
+void *hcg_comm_stream(const hcg_comm *comm);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,356 @@
+/*
+ * ctx.c - a context from the task's HCG_* environment: read, checked for
+ * consistency, checked against PMIx, and queried.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+/* Where variables come from (hcg_ctx_config). */
+struct envsrc {
+  hcg_getenv_fn fn;
+  void *arg;
+  const char *const *envp;
+};
+
+static const char *env_get(const struct envsrc *e, const char *name) {
+  if (e->fn)
+    return e->fn(e->arg, name);
+  if (e->envp) {
+    size_t n = strlen(name);
+    for (const char *const *p = e->envp; *p; p++)
+      if (strncmp(*p, name, n) == 0 && (*p)[n] == '=')
+        return *p + n + 1;
+    return NULL;
+  }
+  return getenv(name);
+}
+
+/* A variable that must be a decimal integer in [lo, hi]. */
+static int env_int(const struct envsrc *e, const char *name, long long lo,
+                   long long hi, long long *out, hcg_error *err) {
+  const char *v = env_get(e, name);
+  if (!v)
+    return hcgrt_fail(err, HCG_EENV,
+                      "%s is not set: the task was not started by srun "
+                      "--hcg-layout (the hcg SPANK plugin exports it)",
+                      name);
+  if (hcgrt_parse_int(v, lo, hi, out))
+    return hcgrt_fail(err, HCG_EENV,
+                      "%s='%.64s' is not an integer in [%lld, %lld]", name, v,
+                      lo, hi);
+  return HCG_OK;
+}
+
+/* Every HCG_* variable hcg_rank_env gives this rank must, when set, have
+ * that value: a task whose HCG_RANK was changed after launch (or whose
+ * variables come from different jobs) is caught here, PMIx or not. */
+struct consistency {
+  const struct envsrc *env;
+  hcg_error *err;
+  int rank;
+};
+
+static int check_var(void *arg, const char *name, const char *want) {
+  struct consistency *c = arg;
+  if (!strcmp(name, "HCG_VERSION") || !strcmp(name, "HCG_LAYOUT") ||
+      !strcmp(name, "HCG_RANK") || !strcmp(name, "HCG_WORLD_SIZE"))
+    return 0; /* parsed and checked already */
+  const char *have = env_get(c->env, name);
+  if (!have || !strcmp(have, want))
+    return 0;
+  return hcgrt_fail(c->err, HCG_EMISMATCH,
+                    "%s='%.128s' but HCG_RANK=%d and HCG_LAYOUT give '%.128s': "
+                    "the HCG_* variables disagree (was HCG_RANK changed after "
+                    "launch?)",
+                    name, have, c->rank, want);
+}
+
+static int read_tag(const char *tag, char *out, hcg_error *err) {
+  out[0] = '\0';
+  if (!tag)
+    return HCG_OK;
+  size_t n = strlen(tag);
+  if (n > HCG_MAX_TAG)
+    return hcgrt_fail(err, HCG_EINVAL,
+                      "hcg_ctx_config.tag is %zu bytes; the limit is %d", n,
+                      HCG_MAX_TAG);
+  for (size_t i = 0; i < n; i++) {
+    char ch = tag[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+          (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
+      return hcgrt_fail(err, HCG_EINVAL,
+                        "hcg_ctx_config.tag '%s' may only hold letters, "
+                        "digits, '_' and '-'",
+                        tag);
+  }
+  memcpy(out, tag, n + 1);
+  return HCG_OK;
+}
+
+static int read_timeout(const struct envsrc *env, int cfg_timeout, int *out,
+                        hcg_error *err) {
+  if (cfg_timeout < 0 || cfg_timeout > HCG_MAX_TIMEOUT_S)
+    return hcgrt_fail(err, HCG_EINVAL,
+                      "hcg_ctx_config.timeout_s must be in [0, %d], got %d",
+                      HCG_MAX_TIMEOUT_S, cfg_timeout);
+  if (cfg_timeout > 0) {
+    *out = cfg_timeout;
+    return HCG_OK;
+  }
+  *out = HCG_DEFAULT_TIMEOUT_S;
+  const char *v = env_get(env, "HCG_TIMEOUT");
+  if (!v)
+    return HCG_OK;
+  long long t;
+  if (hcgrt_parse_int(v, 1, HCG_MAX_TIMEOUT_S, &t))
+    return hcgrt_fail(err, HCG_EENV,
+                      "HCG_TIMEOUT='%.64s' is not a number of seconds in "
+                      "[1, %d]",
+                      v, HCG_MAX_TIMEOUT_S);
+  *out = (int)t;
+  return HCG_OK;
+}
+
+/* Version, world, rank, language and layout, in that order. */
+static int read_layout(const struct envsrc *env, hcg_ctx *ctx, hcg_error *err) {
+  const char *version = env_get(env, "HCG_VERSION");
+  const char *text = env_get(env, "HCG_LAYOUT");
+  if (!version && !text)
+    return hcgrt_fail(err, HCG_EENV,
+                      "no HCG_* environment (HCG_VERSION and HCG_LAYOUT are "
+                      "not set): start the job with srun --hcg-layout=LAYOUT "
+                      "(the hcg SPANK plugin), or give the variables in "
+                      "hcg_ctx_config");
+  if (!version)
+    return hcgrt_fail(err, HCG_EENV,
+                      "HCG_VERSION is not set although HCG_LAYOUT is: the "
+                      "environment was not made by the hcg SPANK plugin");
+  long long ver;
+  if (hcgrt_parse_int(version, 0, 1000000, &ver) || ver != HCG_ENV_VERSION)
+    return hcgrt_fail(err, HCG_EENV,
+                      "HCG_VERSION='%.32s' but this libhcg (%s) reads version "
+                      "%d of the environment: rebuild or upgrade so that the "
+                      "plugin and the library match",
+                      version, hcg_version(), HCG_ENV_VERSION);
+
+  long long world, rank;
+  int rc = env_int(env, "HCG_WORLD_SIZE", 1, HCG_MAX_WORLD, &world, err);
+  if (rc)
+    return rc;
+  const char *rank_text = env_get(env, "HCG_RANK");
+  if (!rank_text)
+    return env_int(env, "HCG_RANK", 0, world - 1, &rank, err);
+  if (hcgrt_parse_int(rank_text, 0, HCG_MAX_WORLD, &rank))
+    return hcgrt_fail(err, HCG_EENV, "HCG_RANK='%.64s' is not an integer",
+                      rank_text);
+  if (rank >= world)
+    return hcgrt_fail(
+        err, HCG_EENV,
+        "HCG_RANK=%lld is outside [0, %lld) (HCG_WORLD_SIZE=%lld)", rank, world,
+        world);
+  if (!text)
+    return hcgrt_fail(err, HCG_EENV,
+                      "HCG_LAYOUT is not set: the task was not started by srun "
+                      "--hcg-layout (the hcg SPANK plugin exports it)");
+
+  hcg_layout_config lc = HCG_LAYOUT_CONFIG_INIT;
+  lc.world_size = (int)world;
+  lc.language = env_get(env, "HCG_LANGUAGE");
+  if (lc.language && !*lc.language)
+    lc.language = NULL;
+  rc = hcg_layout_parse(text, strlen(text), &lc, &ctx->layout, err);
+  if (rc) {
+    if (err)
+      err->code = HCG_EENV;
+    hcgrt_prefix(err,
+                 "HCG_LAYOUT is not a valid layout for HCG_WORLD_SIZE=%lld"
+                 ": ",
+                 world);
+    return HCG_EENV;
+  }
+  ctx->world = (int)world;
+  ctx->rank = (int)rank;
+  return HCG_OK;
+}
+
+static int check_pmix(hcg_ctx *ctx, int mode, hcg_error *err) {
+  if (mode == HCG_PMIX_OFF)
+    return HCG_OK;
+  if (!hcgrt_pmix_present()) {
+    if (mode == HCG_PMIX_AUTO)
+      return HCG_OK;
+#ifndef HCG_HAVE_PMIX
+    return hcgrt_fail(err, HCG_ENOTSUP,
+                      "PMIx is required but this libhcg was built without "
+                      "PMIx (configure --with-pmix)");
+#else
+    return hcgrt_fail(err, HCG_EPMIX,
+                      "PMIx is required but this process was not started by "
+                      "a PMIx server (PMIX_NAMESPACE is not set): run it with "
+                      "srun --mpi=pmix");
+#endif
+  }
+  int prank;
+  long long psize;
+  int rc = hcgrt_pmix_open(&ctx->pmix, &prank, &psize, err);
+  if (rc)
+    return rc;
+  if (prank != ctx->rank)
+    return hcgrt_fail(err, HCG_EMISMATCH,
+                      "HCG_RANK=%d but PMIx says this process is rank %d: the "
+                      "HCG_* environment belongs to another task (was "
+                      "HCG_RANK changed?)",
+                      ctx->rank, prank);
+  if (psize >= 0 && psize != ctx->world)
+    return hcgrt_fail(err, HCG_EMISMATCH,
+                      "HCG_WORLD_SIZE=%d but PMIx's job size (PMIX_JOB_SIZE) "
+                      "is %lld: the layout was made for another job or step",
+                      ctx->world, psize);
+  return HCG_OK;
+}
+
+int hcg_ctx_init(const hcg_ctx_config *cfg, hcg_ctx **out, hcg_error *err) {
+  static const hcg_ctx_config defaults = HCG_CTX_CONFIG_INIT;
+  if (!out)
+    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to hcg_ctx_init");
+  *out = NULL;
+  if (!cfg)
+    cfg = &defaults;
+  if (cfg->pmix < HCG_PMIX_AUTO || cfg->pmix > HCG_PMIX_OFF)
+    return hcgrt_fail(err, HCG_EINVAL,
+                      "hcg_ctx_config.pmix must be an enum hcg_pmix_use, "
+                      "got %d",
+                      cfg->pmix);
+  if (cfg->device < -1)
+    return hcgrt_fail(err, HCG_EINVAL,
+                      "hcg_ctx_config.device must be -1 or a device number, "
+                      "got %d",
+                      cfg->device);
+
+  hcg_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!ctx)
+    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for a context");
+  ctx->device = -1;
+  ctx->device_cfg = cfg->device;
+  ctx->local_rank = -1;
+  struct envsrc env = {cfg->getenv_fn, cfg->getenv_arg, cfg->envp};
+
+  int rc = read_tag(cfg->tag, ctx->tag, err);
+  if (!rc)
+    rc = read_layout(&env, ctx, err);
+  if (!rc) {
+    struct consistency c = {&env, err, ctx->rank};
+    rc = hcg_rank_env(ctx->layout, ctx->rank, check_var, &c);
+  }
+  if (!rc)
+    rc = read_timeout(&env, cfg->timeout_s, &ctx->timeout_s, err);
+  if (!rc) {
+    long long local;
+    const char *v = env_get(&env, "SLURM_LOCALID");
+    if (v && !hcgrt_parse_int(v, 0, HCG_MAX_WORLD, &local))
+      ctx->local_rank = (int)local;
+    int ng = hcg_layout_num_grids(ctx->layout);
+    for (int g = 0; g < ng; g++)
+      if (hcg_grid_contains(ctx->layout, g, ctx->rank))
+        ctx->grids[ctx->ngrids++] = g;
+    rc = check_pmix(ctx, cfg->pmix, err);
+  }
+  if (rc) {
+    hcg_ctx_free(ctx);
+    return rc;
+  }
+  *out = ctx;
+  return HCG_OK;
+}
+
+void hcg_ctx_free(hcg_ctx *ctx) {
+  if (!ctx)
+    return;
+  hcgrt_comms_free_all(ctx);
+  hcgrt_pmix_close(ctx->pmix);
+  hcg_layout_free(ctx->layout);
+  free(ctx);
+}
+
+const hcg_layout *hcg_ctx_layout(const hcg_ctx *ctx) {
+  return ctx ? ctx->layout : NULL;
+}
+int hcg_ctx_rank(const hcg_ctx *ctx) { return ctx ? ctx->rank : -1; }
+int hcg_ctx_world_size(const hcg_ctx *ctx) { return ctx ? ctx->world : 0; }
+int hcg_ctx_has_pmix(const hcg_ctx *ctx) { return ctx && ctx->pmix; }
+int hcg_ctx_timeout(const hcg_ctx *ctx) { return ctx ? ctx->timeout_s : 0; }
+int hcg_ctx_num_grids(const hcg_ctx *ctx) { return ctx ? ctx->ngrids : 0; }
+
+int hcg_ctx_grid(const hcg_ctx *ctx, int i) {
+  return ctx && i >= 0 && i < ctx->ngrids ? ctx->grids[i] : -1;
+}
+
+int hcg_ctx_coords(const hcg_ctx *ctx, int grid, int view, int *coords,
+                   int cap) {
+  if (!ctx)
+    return HCG_EINVAL;
+  return hcg_rank_coords(ctx->layout, grid, view, ctx->rank, coords, cap);
+}
+
+int hcg_ctx_group(const hcg_ctx *ctx, const char *spec, hcg_group *out,
+                  hcg_error *err) {
+  if (!ctx || !spec || !out)
+    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to hcg_ctx_group");
+  hcg_request req;
+  int rc = hcg_request_parse(ctx->layout, spec, &req, err);
+  if (rc)
+    return rc;
+  rc = hcg_group_of_rank(ctx->layout, &req, ctx->rank, out);
+  if (rc == HCG_ENOTMEMBER)
+    return hcgrt_fail(err, rc, "rank %d is not in grid '%s' of spec '%s'",
+                      ctx->rank, hcg_grid_name(ctx->layout, req.grid), spec);
+  if (rc)
+    return hcgrt_fail(err, rc, "spec '%s': %s", spec, hcg_strerror(rc));
+  return HCG_OK;
+}
+
+int hcg_ctx_group_of(const hcg_ctx *ctx, const hcg_request *req,
+                     hcg_group *out) {
+  if (!ctx)
+    return HCG_EINVAL;
+  return hcg_group_of_rank(ctx->layout, req, ctx->rank, out);
+}
+
+int hcg_ctx_field_group(const hcg_ctx *ctx, int grid, int field,
+                        hcg_group *out) {
+  if (!ctx || !out)
+    return HCG_EINVAL;
+  hcg_request req;
+  int rc = hcg_collection_request(ctx->layout, grid, field, &req);
+  if (rc)
+    return rc;
+  return hcg_group_of_rank(ctx->layout, &req, ctx->rank, out);
+}
+
+int hcg_ctx_embedding_group(const hcg_ctx *ctx, int kind, int out[2], int *n) {
+  if (!ctx)
+    return HCG_EINVAL;
+  return hcg_embedding_group_of_rank(ctx->layout, kind, ctx->rank, out, n);
+}
+
+int hcg_ctx_stage(const hcg_ctx *ctx, int grid, int *is_first, int *is_last) {
+  if (!ctx)
+    return HCG_EINVAL;
+  return hcg_rank_stage(ctx->layout, grid, ctx->rank, is_first, is_last);
+}
+
+int hcg_ctx_get_stats(const hcg_ctx *ctx, hcg_ctx_stats *out) {
+  if (!ctx || !out)
+    return HCG_EINVAL;
+  *out = ctx->stats;
+  out->comms = ctx->comms.n;
+  return HCG_OK;
+}
+
+long long hcg_ctx_num_fences(const hcg_ctx *ctx) {
+  return ctx ? ctx->stats.fences : -1;
+}

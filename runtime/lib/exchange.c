@@ -1,0 +1,306 @@
+/*
+ * exchange.c - one PMIx exchange for a whole set of groups: leaders make
+ * and publish ids, one commit, one fence, members fetch from their leaders.
+ * The naive variant (one fence per group key) exists to be measured
+ * against it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#ifdef HCG_HAVE_NCCL
+/* nccl.h declares some functions without prototypes, e.g. ncclGroupStart(). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h>
+#pragma GCC diagnostic pop
+#endif
+
+#include "rt.h"
+
+/* PMIx's PMIX_MAX_KEYLEN (checked against pmix.h in pmix.c). */
+#define HCGRT_PMIX_MAX_KEYLEN 511
+
+struct hcg_exchange {
+  const hcg_layout *layout;
+  struct hcgrt_item *items;
+  int n;
+};
+
+int hcg_exchange_pmix_key(const char *tag, long long epoch, const char *key,
+                          char *buf, size_t cap) {
+  if (!key || !buf || epoch < 0 || (tag && strlen(tag) > HCG_MAX_TAG))
+    return HCG_EINVAL;
+  const char *t = tag ? tag : "";
+  const char *dot = *t ? "." : "";
+  char full[HCG_MAX_TAG + HCG_KEY_MAX + 48];
+  int n = snprintf(full, sizeof full, "hcg.%s%s%lld.%s", t, dot, epoch, key);
+  if (n < 0)
+    return HCG_EINVAL;
+  if ((size_t)n >= sizeof full || n > HCGRT_PMIX_MAX_KEYLEN) {
+    /* Too long for PMIx: the same prefix and 128 bits of hash, which every
+     * process derives alike from the group key. */
+    size_t len = strlen(key);
+    unsigned long long h1 = hcgrt_hash64(key, len, 1);
+    unsigned long long h2 = hcgrt_hash64(key, len, 2);
+    n = snprintf(full, sizeof full, "hcg.%s%s%lld.#%016llx%016llx", t, dot,
+                 epoch, h1, h2);
+  }
+  if ((size_t)n >= cap)
+    return HCG_ERANGE;
+  memcpy(buf, full, (size_t)n + 1);
+  return HCG_OK;
+}
+
+int hcgrt_random_id(unsigned char *id, hcg_error *err) {
+  size_t got = 0;
+  while (got < HCG_ID_BYTES) {
+    ssize_t r = getrandom(id + got, HCG_ID_BYTES - got, 0);
+    if (r < 0) {
+      if (errno == EINTR)
+        continue;
+      return hcgrt_fail(err, HCG_EIO, "getrandom failed: %s", strerror(errno));
+    }
+    got += (size_t)r;
+  }
+  return HCG_OK;
+}
+
+static int make_id(unsigned char *id, int flags, const char *key,
+                   hcg_error *err) {
+#ifdef HCG_HAVE_NCCL
+  if (!(flags & HCG_EXCHANGE_RANDOM_IDS)) {
+    ncclUniqueId u;
+    ncclResult_t r = ncclGetUniqueId(&u);
+    if (r != ncclSuccess)
+      return hcgrt_fail(err, HCG_ENCCL,
+                        "ncclGetUniqueId for group '%s' failed: %s (%s)", key,
+                        ncclGetErrorString(r), ncclGetLastError(NULL));
+    _Static_assert(sizeof u.internal == HCG_ID_BYTES, "ncclUniqueId size");
+    memcpy(id, u.internal, HCG_ID_BYTES);
+    return HCG_OK;
+  }
+#else
+  (void)flags;
+  (void)key;
+#endif
+  return hcgrt_random_id(id, err);
+}
+
+static int usable(hcg_ctx *ctx, hcg_error *err) {
+#ifndef HCG_HAVE_PMIX
+  (void)ctx;
+  return hcgrt_fail(err, HCG_ENOTSUP,
+                    "this libhcg was built without PMIx (configure "
+                    "--with-pmix): ids cannot be exchanged");
+#else
+  if (ctx->broken)
+    return hcgrt_fail(err, HCG_EPMIX,
+                      "an earlier fence of this context failed; its fences "
+                      "no longer pair with the other processes' (end the "
+                      "job)");
+  if (!ctx->pmix)
+    return hcgrt_fail(err, HCG_EPMIX,
+                      "this process has no PMIx server (PMIX_NAMESPACE is "
+                      "not set, or the context was made with "
+                      "HCG_PMIX_OFF): run it with srun --mpi=pmix");
+  return HCG_OK;
+#endif
+}
+
+/* Leader side of one item: make the id and, for groups of more than one,
+ * publish it. */
+static int publish(hcg_ctx *ctx, struct hcgrt_item *it, long long epoch,
+                   int flags, hcg_error *err) {
+  int rc = make_id(it->id, flags, it->key, err);
+  if (rc || it->group.size < 2)
+    return rc;
+  char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
+  rc = hcg_exchange_pmix_key(ctx->tag, epoch, it->key, pkey, sizeof pkey);
+  if (rc)
+    return hcgrt_fail(err, rc, "cannot derive a PMIx key for group '%s'",
+                      it->key);
+  if (hcgrt_pmix_have_own(ctx->pmix, pkey))
+    return hcgrt_fail(err, HCG_EEXIST,
+                      "PMIx key '%s' of group '%s' was already published by "
+                      "this process: another context exchanges the same "
+                      "groups; give each context its own "
+                      "hcg_ctx_config.tag",
+                      pkey, it->key);
+  rc = hcgrt_pmix_put(ctx->pmix, pkey, it->id, HCG_ID_BYTES, err);
+  if (!rc)
+    ctx->stats.puts++;
+  return rc;
+}
+
+static int needs_get(const struct hcgrt_item *it, int rank) {
+  return it->member && it->leader != rank && it->group.size > 1;
+}
+
+/* Fetches the ids of items[from, to) this rank does not lead. */
+static int fetch(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
+                 long long epoch, hcg_error *err) {
+  int n = 0;
+  for (int i = from; i < to; i++)
+    n += needs_get(&items[i], ctx->rank);
+  if (!n)
+    return HCG_OK;
+  struct hcgrt_get *gets = calloc((size_t)n, sizeof *gets);
+  char(*keys)[HCGRT_PMIX_MAX_KEYLEN + 1] = calloc((size_t)n, sizeof *keys);
+  int rc = HCG_OK;
+  if (!gets || !keys) {
+    rc = hcgrt_fail(err, HCG_ENOMEM, "out of memory for an exchange");
+    goto out;
+  }
+  int k = 0;
+  for (int i = from; i < to && !rc; i++) {
+    struct hcgrt_item *it = &items[i];
+    if (!needs_get(it, ctx->rank))
+      continue;
+    rc = hcg_exchange_pmix_key(ctx->tag, epoch, it->key, keys[k],
+                               sizeof keys[k]);
+    gets[k].rank = it->leader;
+    gets[k].key = keys[k];
+    gets[k].out = it->id;
+    gets[k].group = it->key;
+    k++;
+  }
+  if (!rc)
+    rc = hcgrt_pmix_get_all(ctx->pmix, gets, n, HCG_ID_BYTES, ctx->timeout_s,
+                            err);
+  if (!rc)
+    ctx->stats.gets += n;
+out:
+  free(gets);
+  free(keys);
+  return rc;
+}
+
+static int fence(hcg_ctx *ctx, hcg_error *err) {
+  int rc = hcgrt_pmix_commit(ctx->pmix, err);
+  if (rc)
+    return rc;
+  ctx->stats.fences++;
+  rc = hcgrt_pmix_fence(ctx->pmix, ctx->timeout_s, err);
+  if (rc)
+    ctx->broken = 1; /* its fences no longer pair with the others' */
+  return rc;
+}
+
+int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
+                        hcg_error *err) {
+  int rc = usable(ctx, err);
+  if (rc)
+    return rc;
+  long long epoch = ctx->epoch++;
+  ctx->stats.exchanges++;
+  struct hcgrt_item *items = plan->items;
+
+  if (flags & HCG_EXCHANGE_NAIVE) {
+    /* Every process walks the same keys, member or not. */
+    for (int i = 0; i < plan->n; i++) {
+      if (items[i].member && items[i].leader == ctx->rank &&
+          (rc = publish(ctx, &items[i], epoch, flags, err)))
+        return rc;
+      if ((rc = fence(ctx, err)) ||
+          (rc = fetch(ctx, items, i, i + 1, epoch, err)))
+        return rc;
+    }
+    return HCG_OK;
+  }
+
+  for (int i = 0; i < plan->n; i++)
+    if (items[i].member && items[i].leader == ctx->rank &&
+        (rc = publish(ctx, &items[i], epoch, flags, err)))
+      return rc;
+  if ((rc = fence(ctx, err)))
+    return rc;
+  return fetch(ctx, items, 0, plan->n, epoch, err);
+}
+
+static int check_set(const hcg_ctx *ctx, const hcg_groupset *set,
+                     const char *fn, hcg_error *err) {
+  if (!ctx || !set)
+    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to %s", fn);
+  if (set->layout != ctx->layout)
+    return hcgrt_fail(err, HCG_EINVAL,
+                      "%s: the group set was made for another layout (make "
+                      "it with hcg_groupset_create(hcg_ctx_layout(ctx)))",
+                      fn);
+  return HCG_OK;
+}
+
+int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
+                     hcg_exchange **out, hcg_error *err) {
+  if (out)
+    *out = NULL;
+  if (!out)
+    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to hcg_exchange_ids");
+  int rc = check_set(ctx, set, "hcg_exchange_ids", err);
+  if (rc)
+    return rc;
+  if (flags & ~(HCG_EXCHANGE_NAIVE | HCG_EXCHANGE_RANDOM_IDS))
+    return hcgrt_fail(err, HCG_EINVAL, "hcg_exchange_ids: unknown flags 0x%x",
+                      (unsigned)flags);
+  if ((rc = usable(ctx, err)))
+    return rc;
+  struct hcgrt_plan plan;
+  rc = hcgrt_plan_build(set, ctx->rank, flags & HCG_EXCHANGE_NAIVE, &plan, err);
+  if (rc)
+    return rc;
+  struct hcg_exchange *x = calloc(1, sizeof *x);
+  if (!x) {
+    hcgrt_plan_free(&plan);
+    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for an exchange");
+  }
+  rc = hcgrt_exchange_plan(ctx, &plan, flags, err);
+  if (rc) {
+    free(x);
+    hcgrt_plan_free(&plan);
+    return rc;
+  }
+  /* Keep this rank's groups only, in plan order. */
+  int k = 0;
+  for (int i = 0; i < plan.n; i++)
+    if (plan.items[i].member) {
+      plan.items[k] = plan.items[i];
+      plan.items[k].entry = NULL;
+      k++;
+    }
+  x->layout = ctx->layout;
+  x->items = plan.items;
+  x->n = k;
+  *out = x;
+  return HCG_OK;
+}
+
+int hcg_exchange_num_groups(const hcg_exchange *x) { return x ? x->n : 0; }
+
+int hcg_exchange_group(const hcg_exchange *x, int i, hcg_group_id *out) {
+  if (!x || !out || i < 0 || i >= x->n)
+    return HCG_EINVAL;
+  const struct hcgrt_item *it = &x->items[i];
+  out->key = it->key;
+  out->embedding = it->embedding;
+  out->group = it->group;
+  out->leader = it->leader;
+  memcpy(out->id, it->id, HCG_ID_BYTES);
+  return HCG_OK;
+}
+
+int hcg_exchange_members(const hcg_exchange *x, int i, int *out, int cap) {
+  if (!x || !out || i < 0 || i >= x->n)
+    return HCG_EINVAL;
+  return hcgrt_item_members(x->layout, &x->items[i], out, cap);
+}
+
+void hcg_exchange_free(hcg_exchange *x) {
+  if (!x)
+    return;
+  free(x->items);
+  free(x);
+}

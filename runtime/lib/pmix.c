@@ -1,0 +1,403 @@
+/*
+ * pmix.c - the few PMIx calls libhcg makes, each bounded in time.
+ *
+ * The fence is issued non-blocking and awaited with a deadline of our own
+ * (the PMIx timeout plus a grace period), so that a PMIx server that
+ * ignores PMIX_TIMEOUT still cannot hang the caller. What its callback
+ * touches lives in a heap block that the last of the caller and the
+ * callback frees: a caller that gives up never leaves PMIx a dangling
+ * pointer. Gets carry PMIX_TIMEOUT (see hcgrt_pmix_get_all).
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+#ifndef HCG_HAVE_PMIX
+
+int hcgrt_pmix_present(void) { return 0; }
+
+int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
+                    hcg_error *err) {
+  (void)rank;
+  (void)job_size;
+  *out = NULL;
+  return hcgrt_fail(err, HCG_ENOTSUP,
+                    "this libhcg was built without PMIx (configure "
+                    "--with-pmix)");
+}
+void hcgrt_pmix_close(struct hcgrt_pmix *px) { (void)px; }
+int hcgrt_pmix_local_rank(struct hcgrt_pmix *px) {
+  (void)px;
+  return -1;
+}
+int hcgrt_pmix_have_own(struct hcgrt_pmix *px, const char *key) {
+  (void)px;
+  (void)key;
+  return 0;
+}
+int hcgrt_pmix_put(struct hcgrt_pmix *px, const char *key,
+                   const unsigned char *data, size_t len, hcg_error *err) {
+  (void)px;
+  (void)key;
+  (void)data;
+  (void)len;
+  return hcgrt_fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
+}
+int hcgrt_pmix_commit(struct hcgrt_pmix *px, hcg_error *err) {
+  (void)px;
+  return hcgrt_fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
+}
+int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, hcg_error *err) {
+  (void)px;
+  (void)timeout_s;
+  return hcgrt_fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
+}
+int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
+                       size_t len, int timeout_s, hcg_error *err) {
+  (void)px;
+  (void)gets;
+  (void)n;
+  (void)len;
+  (void)timeout_s;
+  return hcgrt_fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
+}
+
+#else /* HCG_HAVE_PMIX */
+
+#include <errno.h>
+#include <strings.h> /* pmix_common.h uses strncasecmp */
+
+#include <pmix.h>
+#include <pthread.h>
+#include <time.h>
+
+_Static_assert(PMIX_MAX_KEYLEN == 511, "exchange.c assumes 511");
+
+/* Seconds we wait beyond the PMIx timeout before giving up ourselves. */
+enum { GRACE_S = 2 };
+
+struct hcgrt_pmix {
+  pmix_proc_t me;
+};
+
+int hcgrt_pmix_present(void) { return getenv("PMIX_NAMESPACE") != NULL; }
+
+static int pmix_error(hcg_error *err, pmix_status_t st, const char *what) {
+  if (st == PMIX_ERR_TIMEOUT)
+    return hcgrt_fail(err, HCG_ETIMEOUT, "%s timed out (PMIx: %s)", what,
+                      PMIx_Error_string(st));
+  return hcgrt_fail(err, HCG_EPMIX, "%s failed: %s (PMIx status %d)", what,
+                    PMIx_Error_string(st), (int)st);
+}
+
+static void load_int_info(pmix_info_t *info, const char *key, int v) {
+  PMIX_INFO_CONSTRUCT(info);
+  PMIx_Info_load(info, key, &v, PMIX_INT);
+}
+
+static void load_bool_info(pmix_info_t *info, const char *key, int v) {
+  bool b = v != 0;
+  PMIX_INFO_CONSTRUCT(info);
+  PMIx_Info_load(info, key, &b, PMIX_BOOL);
+}
+
+/* Reads an unsigned number of any PMIx integer type. */
+static int value_number(const pmix_value_t *v, long long *out) {
+  switch (v->type) {
+  case PMIX_UINT32:
+    *out = v->data.uint32;
+    return 0;
+  case PMIX_UINT16:
+    *out = v->data.uint16;
+    return 0;
+  case PMIX_UINT64:
+    *out = (long long)v->data.uint64;
+    return 0;
+  case PMIX_INT:
+    *out = v->data.integer;
+    return 0;
+  case PMIX_UINT:
+    *out = v->data.uint;
+    return 0;
+  case PMIX_PROC_RANK:
+    *out = v->data.rank;
+    return 0;
+  default:
+    return -1;
+  }
+}
+
+int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
+                    hcg_error *err) {
+  *out = NULL;
+  struct hcgrt_pmix *px = calloc(1, sizeof *px);
+  if (!px)
+    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for PMIx state");
+  pmix_status_t st = PMIx_Init(&px->me, NULL, 0);
+  if (st != PMIX_SUCCESS) {
+    /* A first PMIx_Init without a server still leaves PMIx initialized
+     * (as a singleton); undo that, and only that. */
+    if (PMIx_Initialized())
+      PMIx_Finalize(NULL, 0);
+    free(px);
+    return hcgrt_fail(err, HCG_EPMIX,
+                      "PMIx_Init failed: %s (PMIx status %d): the PMIx server "
+                      "of this step cannot be reached (was it started with "
+                      "srun --mpi=pmix?)",
+                      PMIx_Error_string(st), (int)st);
+  }
+  *rank = (int)px->me.rank;
+  *job_size = -1;
+  pmix_proc_t job;
+  PMIX_PROC_LOAD(&job, px->me.nspace, PMIX_RANK_WILDCARD);
+  pmix_value_t *v = NULL;
+  st = PMIx_Get(&job, PMIX_JOB_SIZE, NULL, 0, &v);
+  if (st != PMIX_SUCCESS || !v || value_number(v, job_size)) {
+    if (v)
+      PMIX_VALUE_RELEASE(v);
+    PMIx_Finalize(NULL, 0);
+    free(px);
+    if (st == PMIX_SUCCESS)
+      return hcgrt_fail(err, HCG_EPMIX,
+                        "PMIx gave PMIX_JOB_SIZE with an unexpected type");
+    return pmix_error(err, st, "PMIx_Get(PMIX_JOB_SIZE)");
+  }
+  PMIX_VALUE_RELEASE(v);
+  *out = px;
+  return HCG_OK;
+}
+
+void hcgrt_pmix_close(struct hcgrt_pmix *px) {
+  if (!px)
+    return;
+  PMIx_Finalize(NULL, 0);
+  free(px);
+}
+
+int hcgrt_pmix_local_rank(struct hcgrt_pmix *px) {
+  if (!px)
+    return -1;
+  pmix_value_t *v = NULL;
+  long long lr = -1;
+  if (PMIx_Get(&px->me, PMIX_LOCAL_RANK, NULL, 0, &v) == PMIX_SUCCESS && v &&
+      value_number(v, &lr))
+    lr = -1;
+  if (v)
+    PMIX_VALUE_RELEASE(v);
+  return lr >= 0 && lr <= HCG_MAX_WORLD ? (int)lr : -1;
+}
+
+int hcgrt_pmix_have_own(struct hcgrt_pmix *px, const char *key) {
+  pmix_info_t info;
+  load_bool_info(&info, PMIX_OPTIONAL, 1);
+  pmix_value_t *v = NULL;
+  pmix_status_t st = PMIx_Get(&px->me, key, &info, 1, &v);
+  if (v)
+    PMIX_VALUE_RELEASE(v);
+  PMIX_INFO_DESTRUCT(&info);
+  return st == PMIX_SUCCESS;
+}
+
+int hcgrt_pmix_put(struct hcgrt_pmix *px, const char *key,
+                   const unsigned char *data, size_t len, hcg_error *err) {
+  (void)px;
+  pmix_value_t v;
+  memset(&v, 0, sizeof v);
+  v.type = PMIX_BYTE_OBJECT;
+  v.data.bo.bytes = (char *)data; /* PMIx_Put copies it */
+  v.data.bo.size = len;
+  pmix_status_t st = PMIx_Put(PMIX_GLOBAL, key, &v);
+  if (st != PMIX_SUCCESS)
+    return pmix_error(err, st, "PMIx_Put of a group id");
+  return HCG_OK;
+}
+
+int hcgrt_pmix_commit(struct hcgrt_pmix *px, hcg_error *err) {
+  (void)px;
+  pmix_status_t st = PMIx_Commit();
+  if (st != PMIX_SUCCESS)
+    return pmix_error(err, st, "PMIx_Commit");
+  return HCG_OK;
+}
+
+/* ---- bounded waits ------------------------------------------------------ */
+
+/* State shared by a caller and its outstanding callbacks. */
+struct waitblock {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int pending;   /* callbacks not yet run                   */
+  int abandoned; /* the caller gave up: the last callback frees */
+  pmix_status_t status;
+  pmix_info_t info[2];
+  int ninfo;
+};
+
+static void waitblock_free(struct waitblock *wb) {
+  for (int i = 0; i < wb->ninfo; i++)
+    PMIX_INFO_DESTRUCT(&wb->info[i]);
+  pthread_cond_destroy(&wb->cv);
+  pthread_mutex_destroy(&wb->mu);
+  free(wb);
+}
+
+static struct waitblock *waitblock_new(void) {
+  struct waitblock *wb = calloc(1, sizeof *wb);
+  if (!wb)
+    return NULL;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  int bad = pthread_mutex_init(&wb->mu, NULL);
+  if (!bad && pthread_cond_init(&wb->cv, &ca)) {
+    pthread_mutex_destroy(&wb->mu);
+    bad = 1;
+  }
+  pthread_condattr_destroy(&ca);
+  if (bad) {
+    free(wb);
+    return NULL;
+  }
+  return wb;
+}
+
+/* One callback done; frees the block when the caller has left. */
+static void waitblock_done(struct waitblock *wb, pmix_status_t st) {
+  pthread_mutex_lock(&wb->mu);
+  if (st != PMIX_SUCCESS && wb->status == PMIX_SUCCESS)
+    wb->status = st;
+  int last = --wb->pending == 0;
+  int gone = wb->abandoned;
+  if (last && !gone)
+    pthread_cond_signal(&wb->cv);
+  pthread_mutex_unlock(&wb->mu);
+  if (last && gone)
+    waitblock_free(wb);
+}
+
+/* Waits for every callback until timeout_s + GRACE_S. Returns 0 when all
+ * ran (the caller still owns wb), or -1 when it gave up (wb now belongs to
+ * the callbacks). */
+static int waitblock_wait(struct waitblock *wb, int timeout_s) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += timeout_s + GRACE_S;
+  pthread_mutex_lock(&wb->mu);
+  while (wb->pending > 0) {
+    int rc = pthread_cond_timedwait(&wb->cv, &wb->mu, &until);
+    if (rc == ETIMEDOUT && wb->pending > 0) {
+      wb->abandoned = 1;
+      pthread_mutex_unlock(&wb->mu);
+      return -1;
+    }
+  }
+  pthread_mutex_unlock(&wb->mu);
+  return 0;
+}
+
+static void fence_cb(pmix_status_t st, void *cbdata) {
+  waitblock_done(cbdata, st);
+}
+
+int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, hcg_error *err) {
+  (void)px;
+  struct waitblock *wb = waitblock_new();
+  if (!wb)
+    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for a PMIx fence");
+  load_bool_info(&wb->info[0], PMIX_COLLECT_DATA, 0);
+  load_int_info(&wb->info[1], PMIX_TIMEOUT, timeout_s);
+  wb->ninfo = 2;
+  wb->pending = 1;
+  /* NULL procs: every process of our namespace, i.e. the whole job. */
+  pmix_status_t st = PMIx_Fence_nb(NULL, 0, wb->info, 2, fence_cb, wb);
+  if (st == PMIX_OPERATION_SUCCEEDED) { /* done at once, no callback */
+    waitblock_free(wb);
+    return HCG_OK;
+  }
+  if (st != PMIX_SUCCESS) {
+    waitblock_free(wb);
+    return pmix_error(err, st, "PMIx_Fence");
+  }
+  if (waitblock_wait(wb, timeout_s))
+    return hcgrt_fail(err, HCG_ETIMEOUT,
+                      "the PMIx fence of the group exchange did not complete "
+                      "in %d s: a process of the job did not reach it "
+                      "(exited, crashed, or is stuck)",
+                      timeout_s);
+  st = wb->status;
+  waitblock_free(wb);
+  if (st == PMIX_ERR_TIMEOUT)
+    return hcgrt_fail(err, HCG_ETIMEOUT,
+                      "the PMIx fence of the group exchange timed out after "
+                      "%d s: a process of the job did not reach it (exited, "
+                      "crashed, or is stuck)",
+                      timeout_s);
+  if (st == PMIX_ERR_PARTIAL_SUCCESS)
+    return hcgrt_fail(err, HCG_EPMIX,
+                      "the PMIx fence of the group exchange failed: a process "
+                      "of the job left before reaching it (it finalized PMIx "
+                      "or ended) (PMIx: %s)",
+                      PMIx_Error_string(st));
+  if (st != PMIX_SUCCESS)
+    return pmix_error(err, st, "the PMIx fence of the group exchange");
+  return HCG_OK;
+}
+
+/* Gets run one after another with blocking PMIx_Get, whose value the
+ * caller owns and releases (PMIx 4.2's non-blocking get leaves the
+ * ownership of its value unclear, and leaks it on some paths). After the
+ * fence every leader has committed, so each get is a local lookup or one
+ * direct-modex request per remote leader. The whole batch shares one
+ * deadline: each get is given what remains of it. */
+int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
+                       size_t len, int timeout_s, hcg_error *err) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < n; i++) {
+    const struct hcgrt_get *g = &gets[i];
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    int left = timeout_s - (int)(t.tv_sec - t0.tv_sec);
+    if (left < 1)
+      left = 1;
+    pmix_info_t info;
+    load_int_info(&info, PMIX_TIMEOUT, left);
+    pmix_proc_t leader;
+    PMIX_PROC_LOAD(&leader, px->me.nspace, (pmix_rank_t)g->rank);
+    pmix_value_t *v = NULL;
+    pmix_status_t st = PMIx_Get(&leader, g->key, &info, 1, &v);
+    PMIX_INFO_DESTRUCT(&info);
+    int ok = st == PMIX_SUCCESS && v && v->type == PMIX_BYTE_OBJECT &&
+             v->data.bo.size == len;
+    if (ok)
+      memcpy(g->out, v->data.bo.bytes, len);
+    if (v)
+      PMIX_VALUE_RELEASE(v);
+    if (ok)
+      continue;
+    if (st == PMIX_SUCCESS)
+      return hcgrt_fail(err, HCG_EPMIX,
+                        "the id of group '%s' from rank %d is not %zu bytes",
+                        g->group, g->rank, len);
+    if (st == PMIX_ERR_TIMEOUT)
+      return hcgrt_fail(err, HCG_ETIMEOUT,
+                        "the id of group '%s' from its leader, rank %d, did "
+                        "not arrive in %d s",
+                        g->group, g->rank, timeout_s);
+    if (st == PMIX_ERR_NOT_FOUND)
+      return hcgrt_fail(err, HCG_EPMIX,
+                        "rank %d, leader of group '%s', published no id for "
+                        "it (key '%s'): did every process pass the same "
+                        "groups and layout?",
+                        g->rank, g->group, g->key);
+    char what[HCG_KEY_MAX + 64];
+    snprintf(what, sizeof what, "PMIx_Get of the id of group '%s' from rank %d",
+             g->group, g->rank);
+    return pmix_error(err, st, what);
+  }
+  return HCG_OK;
+}
+
+#endif /* HCG_HAVE_PMIX */

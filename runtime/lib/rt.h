@@ -1,0 +1,156 @@
+/*
+ * rt.h - libhcg's private runtime structures: contexts, group sets, the
+ * per-rank plan of an exchange, and the PMIx and NCCL back ends.
+ *
+ * Internal symbols are named hcgrt_ so that the library's export filter
+ * (^hcg_) keeps them private.
+ */
+#ifndef HCG_RT_H
+#define HCG_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hcg.h"
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Fills err (when not NULL) with code and a message; returns code. */
+int hcgrt_fail(hcg_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prefixes err->message with a formatted context ("HCG_LAYOUT: "). */
+void hcgrt_prefix(hcg_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- the PMIx back end (pmix.c) ---------------------------------------- */
+
+struct hcgrt_pmix; /* opaque: a connection to the PMIx server */
+
+/* 1 when the process environment says a PMIx server started us. */
+int hcgrt_pmix_present(void);
+/* Initializes PMIx (reference-counted by PMIx) and reads rank and job size.
+ * HCG_EPMIX with PMIx's words on failure; HCG_ENOTSUP without PMIx. */
+int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
+                    hcg_error *err);
+void hcgrt_pmix_close(struct hcgrt_pmix *px);
+/* PMIX_LOCAL_RANK of this process, or -1. */
+int hcgrt_pmix_local_rank(struct hcgrt_pmix *px);
+/* 1 when this process already published `key` (a context collision). */
+int hcgrt_pmix_have_own(struct hcgrt_pmix *px, const char *key);
+int hcgrt_pmix_put(struct hcgrt_pmix *px, const char *key,
+                   const unsigned char *data, size_t len, hcg_error *err);
+int hcgrt_pmix_commit(struct hcgrt_pmix *px, hcg_error *err);
+/* One fence over all processes of the namespace, no data collection. */
+int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, hcg_error *err);
+
+/* Fetches `n` values of `len` bytes: key[i] from rank[i], into out[i].
+ * Issued together; each waits at most timeout_s. */
+struct hcgrt_get {
+  int rank;
+  const char *key;
+  unsigned char *out;
+  const char *group; /* for messages */
+};
+int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
+                       size_t len, int timeout_s, hcg_error *err);
+
+/* ---- contexts (ctx.c) -------------------------------------------------- */
+
+struct hcgrt_comm_list {
+  struct hcg_comm **v;
+  int n, cap;
+};
+
+struct hcg_ctx {
+  hcg_layout *layout;
+  int rank;
+  int world;
+  int timeout_s;
+  int device;     /* chosen CUDA device, -1 until chosen       */
+  int device_cfg; /* hcg_ctx_config.device                     */
+  int local_rank; /* SLURM_LOCALID, or -1                      */
+  int broken;     /* an exchange timed out: refuse new ones    */
+  char tag[HCG_MAX_TAG + 1];
+  int grids[HCG_MAX_GRIDS]; /* grids holding the rank            */
+  int ngrids;
+  struct hcgrt_pmix *pmix; /* NULL without PMIx                   */
+  long long epoch;         /* exchanges started (PMIx key epoch)  */
+  hcg_ctx_stats stats;
+  struct hcgrt_comm_list comms;
+};
+
+/* ---- group sets and plans (groupset.c) --------------------------------- */
+
+enum hcgrt_entry_kind { HCGRT_REQUEST, HCGRT_COLLECTION, HCGRT_EMBEDDING };
+
+struct hcgrt_entry {
+  int kind;
+  hcg_request req; /* HCGRT_REQUEST                  */
+  int grid;        /* HCGRT_COLLECTION               */
+  int embedding;   /* HCGRT_EMBEDDING: enum hcg_embedding */
+  hcg_comm_options opts;
+  char *net_name; /* owned copy of opts.net_name */
+};
+
+struct hcg_groupset {
+  const hcg_layout *layout;
+  struct hcgrt_entry *entries;
+  int n, cap;
+  hcg_comm_config_fn config_fn;
+  void *config_arg;
+};
+
+/* One group of a plan: a group key and, when the rank is a member, its
+ * group. */
+struct hcgrt_item {
+  char key[HCG_KEY_MAX];
+  int member;    /* 1 when this rank is in the group            */
+  int embedding; /* -1, or enum hcg_embedding                    */
+  hcg_group group;
+  int emb[2]; /* embedding members */
+  int leader;
+  const struct hcgrt_entry *entry; /* first entry naming it      */
+  unsigned char id[HCG_ID_BYTES];
+};
+
+/* The groups a set names for one rank, deduplicated by key. With
+ * all_keys, groups the rank is not in are kept too (member = 0), so that
+ * every process lists the same keys in the same order (naive exchange). */
+struct hcgrt_plan {
+  struct hcgrt_item *items;
+  int n, cap;
+};
+
+int hcgrt_plan_build(const hcg_groupset *set, int rank, int all_keys,
+                     struct hcgrt_plan *plan, hcg_error *err);
+void hcgrt_plan_free(struct hcgrt_plan *plan);
+/* Key of an embedding kind: "GRID#embd" / "GRID#pos_embd". */
+int hcgrt_embedding_key(const hcg_layout *L, int kind, char *buf, size_t cap);
+/* Members of an item into out (cap >= group size). */
+int hcgrt_item_members(const hcg_layout *L, const struct hcgrt_item *it,
+                       int *out, int cap);
+int hcgrt_options_equal(const hcg_comm_options *a, const hcg_comm_options *b);
+/* HCG_EINVAL, with a message, for options out of range. */
+int hcgrt_check_options(const hcg_comm_options *o, hcg_error *err);
+
+/* ---- the exchange (exchange.c) ----------------------------------------- */
+
+/* Runs the exchange of a plan: fills item->id for every member item. */
+int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
+                        hcg_error *err);
+/* 128 random bytes (getrandom). */
+int hcgrt_random_id(unsigned char *id, hcg_error *err);
+/* 64-bit FNV-1a of a byte string, with a seed mixed in. */
+uint64_t hcgrt_hash64(const void *data, size_t len, uint64_t seed);
+
+/* ---- environment (ctx.c) ----------------------------------------------- */
+
+/* Strict decimal integer in [lo, hi]: digits only, no sign, no spaces. */
+int hcgrt_parse_int(const char *s, long long lo, long long hi, long long *out);
+
+/* ---- communicators (comm.c) -------------------------------------------- */
+
+/* Frees every communicator of the context (hcg_ctx_free). */
+void hcgrt_comms_free_all(hcg_ctx *ctx);
+
+#endif /* HCG_RT_H */

@@ -1,0 +1,147 @@
+#!/usr/bin/env bats
+# libhcg's one-fence id exchange on the private cluster (real PMIx,
+# srun --mpi=pmix, --overcommit): every member of every group gets the id
+# its leader published, different groups get different ids, and one
+# exchange costs exactly one fence. Run by tests/cluster/run.sh.
+
+load helpers
+
+setup() {
+  runtime_setup
+}
+
+# The layouts under test, with their task counts.
+MOE='llm:tp=2,cp=1,dp=*,pp=2; llm/expert:expt_tp=1,ep=4,expt_dp=*,pp'
+REMAT='llm:tp=2,gtp_remat=1,cp=1,dp=*,pp=2; llm/expert:expt_tp=1,ep=2,expt_gtp_remat=1,expt_dp=*,pp'
+NONCOLOC='vision:tp=2,dp=2; llm:tp=2,dp=*,pp=2; llm/expert:expt_tp=1,ep=2,expt_dp=*,pp'
+COLOC='vision@0:tp=2,dp=6; llm@0:tp=2,cp=2,dp=*'
+BIG='llm:tp=2,cp=3,dp=*,pp=2; llm/expert:expt_tp=2,ep=3,expt_dp=*,pp'
+MOE_SMALL='llm:tp=2,dp=*; llm/expert:expt_tp=1,ep=2,expt_dp=*'
+
+@test "one grid with an expert view, 16 tasks: ids agree within groups, differ across" {
+  hello 16 "$MOE" --random-ids --no-comm
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 16 "$MOE"
+  [ "$(fence_counts)" = 1 ]
+}
+
+@test "ncclGetUniqueId ids (no GPU needed) travel the same way, 8 tasks" {
+  hello 8 "$MOE" --no-comm
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 8 "$MOE"
+  [ "$(fence_counts)" = 1 ]
+}
+
+@test "5-dim grid with gtp_remat and an expert view, 8 tasks" {
+  hello 8 "$REMAT" --random-ids --no-comm
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 8 "$REMAT"
+  [ "$(fence_counts)" = 1 ]
+}
+
+@test "non-colocated MIMO, 16 tasks: each module forms only its own groups" {
+  hello 16 "$NONCOLOC" --random-ids --no-comm
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 16 "$NONCOLOC"
+  [ "$(fence_counts)" = 1 ]
+  # vision ranks (0-3) hold no llm group and vice versa.
+  ! task_out | awk '$1 == "group" && $2 < 4 && $3 ~ /^llm/' | grep -q .
+  ! task_out | awk '$1 == "group" && $2 >= 4 && $3 ~ /^vision/' | grep -q .
+  # Embedding groups belong to the language module only.
+  task_out | grep -q '^group [0-9]* llm#embd '
+  ! task_out | grep -q 'vision#'
+}
+
+@test "colocated MIMO, 12 tasks: every rank forms the groups of both modules" {
+  hello 12 "$COLOC" --random-ids --no-comm
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 12 "$COLOC"
+  [ "$(fence_counts)" = 1 ]
+  task_out | grep -q '^group 11 vision:tp '
+  task_out | grep -q '^group 11 llm:cp-tp '
+}
+
+@test "24 tasks, a grid and an expert view with every dim > 1" {
+  hello 24 "$BIG" --random-ids --no-comm
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 24 "$BIG"
+  [ "$(fence_counts)" = 1 ]
+}
+
+@test "one fence per exchange call: three exchanges, three fences" {
+  hello 8 "$MOE" --random-ids --no-comm --exchanges 3 --quiet
+  [ "$status" -eq 0 ] || { show; false; }
+  [ "$(fence_counts)" = 3 ]
+  [ "$(task_out | awk '/^fences /{print $5}' | sort -u)" = 3 ]
+}
+
+@test "the naive exchange makes one fence per group key, with the same ids" {
+  hello 8 "$MOE" --random-ids --no-comm --naive
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 8 "$MOE"
+  # A one-grid layout: rank 0 is in a group of every key.
+  [ "$(fence_counts)" = "$(groups_of_rank 0)" ]
+  [ "$(groups_of_rank 0)" -gt 10 ]
+}
+
+@test "the naive exchange in non-colocated MIMO: every rank walks every key" {
+  hello 16 "$NONCOLOC" --random-ids --no-comm --naive
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 16 "$NONCOLOC"
+  # One fence count for all, larger than either module's own group count.
+  [ "$(fence_counts | wc -l)" -eq 1 ]
+  [ "$(fence_counts)" -gt "$(groups_of_rank 0)" ]
+  [ "$(fence_counts)" -gt "$(groups_of_rank 4)" ]
+}
+
+@test "a view request whose dims are all shared is its base group: one group, one key" {
+  hello 8 "$MOE" --random-ids --no-comm --spec llm:pp --spec llm/expert:pp \
+    --spec 'llm/expert:ep,expt_tp' --spec 'llm:tp' --spec 'llm:tp'
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 8 "$MOE"
+  [ "$(groups_of_rank 3)" -eq 3 ]
+  ! task_out | grep -q 'llm/expert:pp'
+  [ "$(fence_counts)" = 1 ]
+}
+
+@test "hcg-hello without flags: exchange, and communicators only with a GPU" {
+  hello 8 "$MOE"
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 8 "$MOE"
+  if task_out | grep -q '^comms 0 skipped'; then
+    task_out | grep '^comms 0 skipped' >&3 || true
+    [ "$(fence_counts)" = 1 ]
+  else
+    [ "$(fence_counts)" = 2 ] # the printed exchange + hcg_comm_create's
+  fi
+}
+
+@test "under valgrind: no leak or memory error in libhcg, also on the timeout path" {
+  command -v valgrind >/dev/null || skip "valgrind is not installed"
+  local vg=$BATS_TEST_TMPDIR/vg.sh
+  {
+    echo '#!/bin/bash'
+    echo '[ "$HCG_RANK" = "$EXIT_RANK" ] && exit 0'
+    echo "exec $HCG_BUILD/libtool --mode=execute valgrind -q --leak-check=full \\"
+    echo "  --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \\"
+    echo "  --error-exitcode=9 \\"
+    echo "  --suppressions=$HCG_SRCDIR/tests/runtime/valgrind.supp \\"
+    echo "  --log-file=$OUT/vg.\$HCG_RANK.log $HELLO \"\$@\""
+  } >"$vg"
+  chmod 755 "$vg"
+  EXIT_RANK=-1 hello_cmd 4 "$MOE_SMALL" --export=ALL,EXIT_RANK=-1 "$vg" \
+    --timeout 60 --exchanges 2 --no-comm
+  [ "$status" -eq 0 ] || { show; cat "$OUT"/vg.*.log; false; }
+  check_groups 4 "$MOE_SMALL"
+  for f in "$OUT"/vg.*.log; do
+    [ ! -s "$f" ] || { cat "$f"; false; }
+  done
+  # A task that never comes: the others leave through the timeout path.
+  rm -f "$OUT"/vg.*.log
+  hello_cmd 4 "$MOE_SMALL" --export=ALL,EXIT_RANK=2 "$vg" --timeout 3 --naive --no-comm --random-ids
+  [ "$status" -ne 0 ]
+  [ "$(task_err | grep -c HCG_ETIMEOUT)" -eq 3 ] || { show; false; }
+  for f in "$OUT"/vg.*.log; do
+    [ ! -s "$f" ] || { cat "$f"; false; }
+  done
+}

@@ -1,0 +1,92 @@
+/*
+ * hcg_probe.c - a test helper for the tests/runtime bats files: several
+ * contexts in one process, each forming the whole collection of the rank's
+ * grids.
+ *
+ *   hcg_probe contexts N TAG1 TAG2 ... [--timeout S]
+ *
+ * Creates N contexts (PMIx required), with the given tags ("-" for none),
+ * and runs one exchange in each, in order. Prints per context and group
+ *   ctx C rank R KEY leader=L id=DIGEST
+ * then "ctx C rank R fences F", or "ctx C rank R error CODE: message".
+ * Exits 0 when every exchange succeeded.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hcg.h"
+
+#define MAXC 4
+
+static unsigned long long digest(const unsigned char *id) {
+  unsigned long long h = 0xcbf29ce484222325ull;
+  for (int i = 0; i < HCG_ID_BYTES; i++) {
+    h ^= id[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3 || strcmp(argv[1], "contexts")) {
+    fprintf(stderr, "usage: hcg_probe contexts N TAG... [--timeout S]\n");
+    return 2;
+  }
+  int n = atoi(argv[2]), timeout = 0;
+  if (n < 1 || n > MAXC || argc < 3 + n) {
+    fprintf(stderr, "hcg_probe: N must be 1..%d with N tags\n", MAXC);
+    return 2;
+  }
+  if (argc >= 5 + n && !strcmp(argv[3 + n], "--timeout"))
+    timeout = atoi(argv[4 + n]);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+
+  hcg_ctx *ctx[MAXC] = {0};
+  hcg_groupset *set[MAXC] = {0};
+  int failed = 0;
+  for (int c = 0; c < n; c++) {
+    hcg_error err = HCG_ERROR_INIT;
+    hcg_ctx_config cfg = HCG_CTX_CONFIG_INIT;
+    cfg.pmix = HCG_PMIX_REQUIRE;
+    cfg.timeout_s = timeout;
+    cfg.tag = strcmp(argv[3 + c], "-") ? argv[3 + c] : NULL;
+    int rc = hcg_ctx_init(&cfg, &ctx[c], &err);
+    if (!rc)
+      rc = hcg_groupset_create(hcg_ctx_layout(ctx[c]), &set[c], &err);
+    for (int i = 0; !rc && i < hcg_ctx_num_grids(ctx[c]); i++)
+      rc = hcg_groupset_add_collection(set[c], hcg_ctx_grid(ctx[c], i), NULL,
+                                       &err);
+    if (rc) {
+      printf("ctx %d rank -1 error %s: %s\n", c, hcg_strerror(rc), err.message);
+      failed = 1;
+      goto out;
+    }
+  }
+  for (int c = 0; c < n; c++) {
+    hcg_error err = HCG_ERROR_INIT;
+    hcg_exchange *x = NULL;
+    int rank = hcg_ctx_rank(ctx[c]);
+    int rc =
+        hcg_exchange_ids(ctx[c], set[c], HCG_EXCHANGE_RANDOM_IDS, &x, &err);
+    if (rc) {
+      printf("ctx %d rank %d error %d: %s\n", c, rank, rc, err.message);
+      failed = 1;
+      break;
+    }
+    for (int i = 0; i < hcg_exchange_num_groups(x); i++) {
+      hcg_group_id g;
+      hcg_exchange_group(x, i, &g);
+      printf("ctx %d rank %d %s leader=%d id=%016llx\n", c, rank, g.key,
+             g.leader, digest(g.id));
+    }
+    printf("ctx %d rank %d fences %lld\n", c, rank, hcg_ctx_num_fences(ctx[c]));
+    hcg_exchange_free(x);
+  }
+out:
+  for (int c = 0; c < n; c++) {
+    hcg_groupset_free(set[c]);
+    hcg_ctx_free(ctx[c]);
+  }
+  return failed;
+}

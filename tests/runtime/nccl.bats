@@ -1,0 +1,56 @@
+#!/usr/bin/env bats
+# libhcg's NCCL communicators on the private cluster: where a GPU exists,
+# hcg-hello creates every communicator of the rank's collections through
+# one exchange, all-reduces on each and checks the sums; otherwise the test
+# says why it skips ("SKIP: no CUDA device"). Run by tests/cluster/run.sh.
+
+load helpers
+
+setup() {
+  runtime_setup
+}
+
+# skip_without_gpu: skips, saying why, when hcg-hello found no device or
+# libhcg has no NCCL.
+skip_without_gpu() {
+  if task_out | grep -q '^comms [0-9]* skipped: HCG_ECUDA'; then
+    echo "SKIP: no CUDA device" >&3
+    skip "SKIP: no CUDA device"
+  fi
+  if task_out | grep -q '^comms [0-9]* skipped: HCG_ENOTSUP'; then
+    echo "SKIP: libhcg built without NCCL" >&3
+    skip "SKIP: libhcg built without NCCL"
+  fi
+}
+
+# The GPUs this node shows (NCCL wants one rank per GPU in a communicator).
+gpu_count() {
+  nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true
+}
+
+@test "communicators for every group, and an all-reduce on each" {
+  local n layout
+  n=$(gpu_count)
+  if [ "${n:-0}" -ge 8 ]; then
+    n=8
+    layout='llm:tp=2,dp=*,pp=2; llm/expert:expt_tp=1,ep=2,expt_dp=*,pp'
+  elif [ "${n:-0}" -ge 2 ]; then
+    layout="llm:tp=2,dp=*"
+    n=$((n / 2 * 2))
+  elif [ "${n:-0}" -eq 1 ]; then
+    layout="llm:tp=1,dp=1" # one rank: singleton communicators
+  else
+    n=8 # no GPU seen: hcg-hello itself must say so
+    layout='llm:tp=2,dp=*,pp=2; llm/expert:expt_tp=1,ep=2,expt_dp=*,pp'
+  fi
+  hello "$n" "$layout" --timeout 60
+  skip_without_gpu
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups "$n" "$layout"
+  # Every group line has its communicator, and every all-reduce summed
+  # the members' rank+1.
+  [ "$(task_out | grep -c '^comm .* allreduce=ok')" -eq "$(task_out | grep -c '^group ')" ]
+  ! task_out | grep -q 'allreduce=FAILED'
+  # The exchange printed, then hcg_comm_create's: two fences in all.
+  [ "$(fence_counts)" = 2 ]
+}
