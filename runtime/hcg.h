@@ -227,7 +227,8 @@ int hcg_request_make(const hcg_layout *layout, int grid, int view,
                      hcg_error *err);
 
 /* Parses "GRID[/VIEW]:DIM[,DIM...]" (an empty dim list means singletons).
- * With a one-grid layout, "DIM[,DIM...]" alone names dims of that grid. */
+ * With a one-grid layout, "DIM[,DIM...]" alone names dims of that grid.
+ * Dims may also be joined with '-', so every group key is a spec too. */
 int hcg_request_parse(const hcg_layout *layout, const char *spec,
                       hcg_request *out, hcg_error *err);
 

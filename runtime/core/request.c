@@ -138,7 +138,7 @@ int hcg_request_parse(const hcg_layout *L, const char *spec, hcg_request *out,
     if (ndims == HCG_MAX_DIMS)
       return hcg__fail(err, HCG_ELIMIT, "spec '%s' names more than %d dims",
                        spec, HCG_MAX_DIMS);
-    int n = take_name(dims, ", ", store[ndims]);
+    int n = take_name(dims, ",- ", store[ndims]);
     if (n <= 0)
       return hcg__fail(err, HCG_EINVAL,
                        "spec '%s': expected a dim name at '%.32s'", spec, dims);
@@ -147,12 +147,15 @@ int hcg_request_parse(const hcg_layout *L, const char *spec, hcg_request *out,
     dims += n;
     while (*dims == ' ')
       dims++;
-    if (*dims == ',') {
+    /* ',' between dims, or '-' as in a group key, so that every key
+     * ("llm:cp-tp") is also a spec naming the same groups. */
+    if (*dims == ',' || *dims == '-') {
       dims++;
       while (*dims == ' ')
         dims++;
       if (!*dims)
-        return hcg__fail(err, HCG_EINVAL, "spec '%s' ends with ','", spec);
+        return hcg__fail(err, HCG_EINVAL, "spec '%s' ends with a separator",
+                         spec);
     }
   }
   return hcg_request_make(L, grid, view, names, ndims, out, err);

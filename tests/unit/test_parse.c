@@ -284,6 +284,19 @@ START_TEST(request_specs) {
   ck_assert_int_eq(hcg_request_parse(L, "llm:tp,", &req, &err), HCG_EINVAL);
   ck_assert_int_eq(hcg_request_parse(L, "llm: tp , dp", &req, &err), HCG_OK);
   ck_assert_int_eq(hcg_request_num_groups(L, &req), 2);
+  /* Every key is a spec of the same groups. */
+  const char *specs[] = {"llm:tp,pp",   "llm/e:ep", "llm/e:pp",
+                         "llm/e:ep,pp", "llm:",     "vision:dp,tp"};
+  for (int i = 0; i < 6; i++) {
+    hcg_request a, b;
+    char key[HCG_KEY_MAX];
+    ck_assert_int_eq(hcg_request_parse(L, specs[i], &a, &err), HCG_OK);
+    ck_assert_int_eq(hcg_request_key(L, &a, key, sizeof key), HCG_OK);
+    ck_assert_msg(hcg_request_parse(L, key, &b, &err) == HCG_OK, "%s: %s", key,
+                  err.message);
+    ck_assert(memcmp(&a, &b, sizeof a) == 0);
+  }
+  ck_assert_int_eq(hcg_request_parse(L, "llm:tp-", &req, &err), HCG_EINVAL);
   hcg_layout_free(L);
 }
 END_TEST
