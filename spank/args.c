@@ -1,0 +1,158 @@
+/*
+ * args.c - strict parsing of the plugstack.conf arguments.
+ *
+ * Strict because a typo in a site's configuration (expot_dims=no) must not
+ * silently change what every job receives: the caller turns any rejected
+ * argument into an error where a person is watching (srun, sbatch, salloc)
+ * and into a log line on compute nodes, where failing would drain the node.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+
+void hcg_args_defaults(struct hcg_args *args) {
+  args->max_layout_bytes = HCG_SPANK_DEFAULT_MAX_BYTES;
+  args->export_dims = 1;
+  args->language[0] = '\0';
+}
+
+int hcg_args_valid_name(const char *name) {
+  if (!name || !(name[0] >= 'a' && name[0] <= 'z'))
+    return 0;
+  size_t n = 1;
+  for (; name[n]; n++) {
+    char c = name[n];
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+      return 0;
+    if (n >= HCG_MAX_NAME)
+      return 0;
+  }
+  return 1;
+}
+
+/* Decimal digits only: no sign, no spaces, no hex, no suffix; overflow is
+ * refused rather than wrapped. */
+static int parse_size(const char *s, size_t *out) {
+  if (!*s)
+    return -1;
+  size_t v = 0;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9')
+      return -1;
+    size_t d = (size_t)(*s - '0');
+    if (v > (HCG_MAX_LAYOUT_BYTES - d) / 10)
+      return -1; /* larger than any acceptable bound */
+    v = v * 10 + d;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_bool(const char *s, int *out) {
+  if (!strcmp(s, "yes")) {
+    *out = 1;
+    return 0;
+  }
+  if (!strcmp(s, "no")) {
+    *out = 0;
+    return 0;
+  }
+  return -1;
+}
+
+enum { KEY_MAX_BYTES, KEY_EXPORT_DIMS, KEY_LANGUAGE, KEY_COUNT };
+static const char *const key_names[KEY_COUNT] = {"max_layout_bytes",
+                                                 "export_dims", "language"};
+
+static void report_fmt(hcg_args_report_fn report, void *arg, const char *fmt,
+                       ...) __attribute__((format(printf, 3, 4)));
+
+static void report_fmt(hcg_args_report_fn report, void *arg, const char *fmt,
+                       ...) {
+  if (!report)
+    return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  report(arg, msg);
+}
+
+int hcg_args_parse(struct hcg_args *args, int argc, char *const argv[],
+                   hcg_args_report_fn report, void *report_arg) {
+  int bad = 0;
+  int seen[KEY_COUNT] = {0};
+  for (int i = 0; i < argc; i++) {
+    const char *word = argv[i];
+    if (!word)
+      continue;
+    const char *eq = strchr(word, '=');
+    size_t klen = eq ? (size_t)(eq - word) : strlen(word);
+    int key = -1;
+    for (int k = 0; k < KEY_COUNT; k++)
+      if (strlen(key_names[k]) == klen && !strncmp(word, key_names[k], klen))
+        key = k;
+    if (key < 0) {
+      report_fmt(report, report_arg,
+                 "plugstack.conf: unknown argument '%.64s'%s; the arguments "
+                 "are max_layout_bytes=N, export_dims=yes|no, language=NAME",
+                 word, strlen(word) > 64 ? "..." : "");
+      bad++;
+      continue;
+    }
+    if (!eq) {
+      report_fmt(report, report_arg,
+                 "plugstack.conf: argument '%s' needs a value (%s=VALUE)",
+                 key_names[key], key_names[key]);
+      bad++;
+      continue;
+    }
+    if (seen[key]++) {
+      report_fmt(report, report_arg,
+                 "plugstack.conf: argument '%s' is given more than once",
+                 key_names[key]);
+      bad++;
+      continue;
+    }
+    const char *val = eq + 1;
+    switch (key) {
+    case KEY_MAX_BYTES: {
+      size_t v;
+      if (parse_size(val, &v) || v < 1 || v > HCG_MAX_LAYOUT_BYTES) {
+        report_fmt(report, report_arg,
+                   "plugstack.conf: max_layout_bytes=%.64s: the value must be "
+                   "an integer from 1 to %d",
+                   val, HCG_MAX_LAYOUT_BYTES);
+        bad++;
+      } else {
+        args->max_layout_bytes = v;
+      }
+      break;
+    }
+    case KEY_EXPORT_DIMS:
+      if (parse_bool(val, &args->export_dims)) {
+        report_fmt(report, report_arg,
+                   "plugstack.conf: export_dims=%.64s: the value must be yes "
+                   "or no",
+                   val);
+        bad++;
+      }
+      break;
+    case KEY_LANGUAGE:
+      if (!hcg_args_valid_name(val)) {
+        report_fmt(report, report_arg,
+                   "plugstack.conf: language=%.64s: the value must be a grid "
+                   "name ([a-z][a-z0-9_]*, at most %d characters)",
+                   val, HCG_MAX_NAME);
+        bad++;
+      } else {
+        snprintf(args->language, sizeof args->language, "%s", val);
+      }
+      break;
+    }
+  }
+  return bad;
+}

@@ -1,0 +1,46 @@
+/*
+ * args.h - the plugstack.conf arguments of the hcg SPANK plugin.
+ *
+ * A plugstack.conf line passes whitespace-separated words with no quoting,
+ * so every argument is a single key=value word. This parser is pure C (no
+ * Slurm) so that it can be unit tested and reused by the benchmark.
+ */
+#ifndef HCG_SPANK_ARGS_H
+#define HCG_SPANK_ARGS_H
+
+#include <stddef.h>
+
+#include "hcg.h"
+
+/* Default bound on the layout a user may give (text or file), in bytes.
+ * Generous for any real layout (a dozen grids fit in a few hundred bytes)
+ * while keeping every job's environment small. */
+#define HCG_SPANK_DEFAULT_MAX_BYTES 16384
+
+struct hcg_args {
+  /* Longest layout accepted from a user, as text or as an @PATH file; at
+   * most HCG_MAX_LAYOUT_BYTES. */
+  size_t max_layout_bytes;
+  /* 1: export HCG_<GRID>[_<VIEW>]_<DIM>_RANK/_SIZE; 0: only the variables
+   * common to every layout (HCG_VERSION, HCG_LAYOUT, HCG_RANK, ...). */
+  int export_dims;
+  /* Name of the language module's grid, or "" for the core's default rule
+   * (a grid named llm or language, or the only grid). */
+  char language[HCG_MAX_NAME + 1];
+};
+
+/* Called once per rejected argument with a complete sentence (no prefix). */
+typedef void (*hcg_args_report_fn)(void *arg, const char *message);
+
+void hcg_args_defaults(struct hcg_args *args);
+
+/* Parses argv[0 .. argc-1]. Every argument is checked; a rejected one leaves
+ * that setting at its default and is reported through `report` (which may
+ * be NULL). Returns the number of rejected arguments (0: all good). */
+int hcg_args_parse(struct hcg_args *args, int argc, char *const argv[],
+                   hcg_args_report_fn report, void *report_arg);
+
+/* 1 when `name` follows the layout grammar's NAME: [a-z][a-z0-9_]{0,31}. */
+int hcg_args_valid_name(const char *name);
+
+#endif /* HCG_SPANK_ARGS_H */

@@ -1,0 +1,191 @@
+/*
+ * forward.c - the srun -> slurmstepd layout hand-over and the per-task
+ * computation (see forward.h for why the plugin needs its own variable).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward.h"
+
+/* Messages are produced here without the core's private helpers: the core's
+ * hcg_error is a plain struct, so fill it the same way it does. */
+static int fail(hcg_error *err, int code, const char *msg) {
+  if (err) {
+    err->code = code;
+    err->line = 0;
+    err->column = 0;
+    snprintf(err->message, sizeof err->message, "%s", msg);
+  }
+  return code;
+}
+
+int hcg_forward_encode(uint32_t job, uint32_t step, const char *language,
+                       const char *canonical, char **out, hcg_error *err) {
+  if (out)
+    *out = NULL;
+  if (!out || !canonical || !language)
+    return fail(err, HCG_EINVAL, "invalid argument to hcg_forward_encode");
+  size_t clen = strlen(canonical), llen = strlen(language);
+  if (clen > HCG_MAX_LAYOUT_BYTES || llen > HCG_MAX_NAME)
+    return fail(err, HCG_ELIMIT, "the canonical layout is too long to forward");
+  size_t cap = HCG_FORWARD_HEADER_MAX + clen + 1;
+  char *buf = malloc(cap);
+  if (!buf)
+    return fail(err, HCG_ENOMEM, "out of memory forwarding the layout");
+  int n = snprintf(buf, cap, "%s:%" PRIu32 ".%" PRIu32 ":%s:%s",
+                   HCG_FORWARD_MAGIC, job, step, language, canonical);
+  if (n < 0 || (size_t)n >= cap) {
+    free(buf);
+    return fail(err, HCG_ELIMIT, "the canonical layout is too long to forward");
+  }
+  *out = buf;
+  return HCG_OK;
+}
+
+#define REFUSAL "!"
+
+int hcg_forward_refuse(uint32_t job, uint32_t step, char **out,
+                       hcg_error *err) {
+  if (out)
+    *out = NULL;
+  if (!out)
+    return fail(err, HCG_EINVAL, "invalid argument to hcg_forward_refuse");
+  char buf[HCG_FORWARD_HEADER_MAX];
+  snprintf(buf, sizeof buf, "%s:%" PRIu32 ".%" PRIu32 ":%s", HCG_FORWARD_MAGIC,
+           job, step, REFUSAL);
+  *out = strdup(buf);
+  return *out ? HCG_OK
+              : fail(err, HCG_ENOMEM, "out of memory forwarding the layout");
+}
+
+/* Reads a decimal uint32 ending at `stop`; advances *p past it. */
+static int read_u32(const char **p, const char *end, char stop, uint32_t *out) {
+  const char *s = *p;
+  uint64_t v = 0;
+  if (s >= end || *s < '0' || *s > '9')
+    return -1;
+  for (; s < end && *s >= '0' && *s <= '9'; s++) {
+    v = v * 10 + (uint64_t)(*s - '0');
+    if (v > UINT32_MAX)
+      return -1;
+  }
+  if (s >= end || *s != stop)
+    return -1;
+  *out = (uint32_t)v;
+  *p = s + 1;
+  return 0;
+}
+
+int hcg_forward_decode(const char *value, size_t value_len, uint32_t job,
+                       uint32_t step, char language[HCG_MAX_NAME + 1],
+                       const char **text, size_t *len, hcg_error *err) {
+  static const char malformed[] =
+      "the layout forwarded by srun (" HCG_FORWARD_ENV ") is malformed";
+  if (!value || !text || !len || !language)
+    return fail(err, HCG_EINVAL, "invalid argument to hcg_forward_decode");
+  if (value_len > HCG_FORWARD_MAX)
+    return fail(err, HCG_ELIMIT,
+                "the layout forwarded by srun (" HCG_FORWARD_ENV
+                ") is longer than any valid layout");
+  const char *p = value, *end = value + value_len;
+  size_t mlen = strlen(HCG_FORWARD_MAGIC);
+  if (value_len < mlen + 1 || memcmp(p, HCG_FORWARD_MAGIC, mlen) ||
+      p[mlen] != ':')
+    return fail(err, HCG_EENV, malformed);
+  p += mlen + 1;
+  uint32_t fjob, fstep;
+  if (read_u32(&p, end, '.', &fjob) || read_u32(&p, end, ':', &fstep))
+    return fail(err, HCG_EENV, malformed);
+  if (fjob != job || fstep != step) {
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "the layout in " HCG_FORWARD_ENV " was made for step %" PRIu32
+             ".%" PRIu32 ", not for this step %" PRIu32 ".%" PRIu32
+             " (is the hcg plugin loaded in srun?)",
+             fjob, fstep, job, step);
+    return fail(err, HCG_EENV, msg);
+  }
+  if ((size_t)(end - p) == strlen(REFUSAL) &&
+      !memcmp(p, REFUSAL, strlen(REFUSAL)))
+    return fail(err, HCG_ELAYOUT,
+                "srun refused the layout of this step (its message above says "
+                "why); the task does not start");
+  const char *colon = memchr(p, ':', (size_t)(end - p));
+  if (!colon || colon == p || (size_t)(colon - p) > HCG_MAX_NAME)
+    return fail(err, HCG_EENV, malformed);
+  memcpy(language, p, (size_t)(colon - p));
+  language[colon - p] = '\0';
+  *text = colon + 1;
+  *len = (size_t)(end - (colon + 1));
+  return HCG_OK;
+}
+
+int hcg_forward_refused(const char *value, size_t value_len, uint32_t job,
+                        uint32_t step) {
+  char lang[HCG_MAX_NAME + 1];
+  const char *text;
+  size_t len;
+  hcg_error err = HCG_ERROR_INIT;
+  return hcg_forward_decode(value, value_len, job, step, lang, &text, &len,
+                            &err) == HCG_ELAYOUT;
+}
+
+int hcg_task_common_var(const char *name) {
+  static const char *const common[] = {"HCG_VERSION", "HCG_LAYOUT",
+                                       "HCG_RANK",    "HCG_WORLD_SIZE",
+                                       "HCG_GRIDS",   "HCG_LANGUAGE"};
+  for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
+    if (!strcmp(name, common[i]))
+      return 1;
+  return 0;
+}
+
+struct filter {
+  hcg_task_setenv_fn fn;
+  void *arg;
+  int export_dims;
+};
+
+static int filtered(void *arg, const char *name, const char *value) {
+  struct filter *f = arg;
+  if (!f->export_dims && !hcg_task_common_var(name))
+    return 0;
+  return f->fn(f->arg, name, value);
+}
+
+int hcg_task_env(const char *forwarded, size_t len, const struct hcg_task *t,
+                 hcg_task_setenv_fn fn, void *arg, hcg_error *err) {
+  if (!forwarded || !t || !fn)
+    return fail(err, HCG_EINVAL, "invalid argument to hcg_task_env");
+  if (t->world < 1 || t->world > HCG_MAX_WORLD || t->rank >= t->world) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "task %" PRIu32 " of %" PRIu32 " is outside the ranks a layout "
+             "can describe",
+             t->rank, t->world);
+    return fail(err, HCG_ERANGE, msg);
+  }
+  char language[HCG_MAX_NAME + 1];
+  const char *text;
+  size_t tlen;
+  int rc = hcg_forward_decode(forwarded, len, t->job, t->step, language, &text,
+                              &tlen, err);
+  if (rc)
+    return rc;
+  /* The canonical text may be longer than what the user typed (offsets and
+   * sizes spelled out), so only the hard bound applies here; the site's
+   * max_layout_bytes was enforced on the user's input in srun. */
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = (int)t->world;
+  cfg.language = language;
+  hcg_layout *layout = NULL;
+  rc = hcg_layout_parse(text, tlen, &cfg, &layout, err);
+  if (rc)
+    return rc;
+  struct filter f = {fn, arg, t->export_dims};
+  rc = hcg_rank_env(layout, (int)t->rank, filtered, &f);
+  hcg_layout_free(layout);
+  return rc;
+}

@@ -1,0 +1,91 @@
+/*
+ * forward.h - how srun hands the checked layout to slurmstepd, and what
+ * slurmstepd computes from it for one task. Pure C (no Slurm), so the unit
+ * tests and the benchmark run exactly the code the plugin runs.
+ *
+ * Why a variable of our own: Slurm forwards a SPANK option to slurmstepd as
+ * the raw argument the user typed, and a plugin cannot change it. For
+ * --hcg-layout=@PATH that argument is a path, and slurmstepd must never read
+ * a user-named file. So srun, after reading the file as the user and
+ * validating the layout against the step's task count, puts the CANONICAL
+ * text (every offset explicit, every '*' resolved) into HCG_FORWARD_ENV in
+ * its own environment, which Slurm copies into the step's environment.
+ * slurmstepd then only parses text, never opens a path.
+ *
+ * The name starts with "SLURM" because srun copies SLURM* variables even with
+ * --export=NONE, which many sites use in batch scripts. The value is tied to
+ * one step ("hcg1:JOB.STEP:LANGUAGE:CANONICAL"), so a stale value inherited
+ * from an outer step can never be mistaken for this step's layout.
+ * slurmstepd removes the variable from every task's environment.
+ *
+ * When srun finds that the layout does not fit the step, it says why and
+ * forwards a refusal ("hcg1:JOB.STEP:!") instead of failing: in Slurm 22.05
+ * an srun that fails in slurm_spank_local_user_init leaves its step behind
+ * in slurmctld (created, never launched, never completed, not even by
+ * scancel), and in a batch job that step holds its CPUs until the job ends,
+ * so the script's next srun waits forever. With the refusal the step is
+ * launched and completes normally: every task fails in task_init, before
+ * the user's program starts, and srun exits non-zero.
+ */
+#ifndef HCG_SPANK_FORWARD_H
+#define HCG_SPANK_FORWARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hcg.h"
+
+#define HCG_FORWARD_ENV "SLURM_HCG_STEP_LAYOUT"
+#define HCG_FORWARD_MAGIC "hcg1"
+/* Room for the header: magic, two 10-digit ids, a name and separators. */
+#define HCG_FORWARD_HEADER_MAX                                                 \
+  (sizeof HCG_FORWARD_MAGIC + 24 + HCG_MAX_NAME + 4)
+/* Largest value slurmstepd accepts. */
+#define HCG_FORWARD_MAX (HCG_FORWARD_HEADER_MAX + HCG_MAX_LAYOUT_BYTES)
+
+/* Builds the value for a step into a malloc'ed string (*out, caller frees).
+ * language: the name of the language module's grid as chosen by srun. */
+int hcg_forward_encode(uint32_t job, uint32_t step, const char *language,
+                       const char *canonical, char **out, hcg_error *err);
+
+/* Builds the refusal for a step (see above). */
+int hcg_forward_refuse(uint32_t job, uint32_t step, char **out, hcg_error *err);
+
+/* 1 when `value` is the refusal for this job step. */
+int hcg_forward_refused(const char *value, size_t value_len, uint32_t job,
+                        uint32_t step);
+
+/* Splits a value. On success *text points into `value` (len bytes) and
+ * language holds the grid name. Fails with HCG_EENV and a message when the
+ * value is malformed or belongs to another job step, and with HCG_ELAYOUT
+ * when it is a refusal. */
+int hcg_forward_decode(const char *value, size_t value_len, uint32_t job,
+                       uint32_t step, char language[HCG_MAX_NAME + 1],
+                       const char **text, size_t *len, hcg_error *err);
+
+/* One task: what slurm_spank_task_init computes. */
+struct hcg_task {
+  uint32_t job, step; /* S_JOB_ID, S_JOB_STEPID                        */
+  uint32_t world;     /* S_JOB_TOTAL_TASK_COUNT                        */
+  uint32_t rank;      /* S_TASK_GLOBAL_ID                              */
+  int export_dims;    /* plugstack export_dims                         */
+};
+
+/* Receives each variable of the task; non-zero stops the walk. */
+typedef int (*hcg_task_setenv_fn)(void *arg, const char *name,
+                                  const char *value);
+
+/* Decodes `forwarded`, parses the canonical layout for t->world ranks and
+ * calls fn for every variable of INTERFACES.md section 2 that task t gets
+ * (per-dim variables only with export_dims). O(layout text + dims): the
+ * world size does not matter. A non-zero return from fn is returned as is;
+ * layout and decoding errors return an HCG_E* code with err filled. */
+int hcg_task_env(const char *forwarded, size_t len, const struct hcg_task *t,
+                 hcg_task_setenv_fn fn, void *arg, hcg_error *err);
+
+/* 1 for the variables every task gets whatever the layout (HCG_VERSION,
+ * HCG_LAYOUT, HCG_RANK, HCG_WORLD_SIZE, HCG_GRIDS, HCG_LANGUAGE); 0 for the
+ * per-dim ones that export_dims=no leaves out. */
+int hcg_task_common_var(const char *name);
+
+#endif /* HCG_SPANK_FORWARD_H */

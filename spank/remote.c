@@ -1,0 +1,139 @@
+/*
+ * remote.c - slurmstepd: give each task its HCG_* variables.
+ *
+ * task_init runs in the forked task, as the user, just before exec. It is
+ * the one remote callback allowed to fail (the task then fails to start,
+ * the node stays up); every other remote callback only logs.
+ *
+ * Nothing here opens a file: the layout comes as canonical text from srun
+ * through HCG_FORWARD_ENV (see forward.h). The option's own argument, which
+ * may be an @PATH, only tells whether the user asked for a layout.
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward.h"
+#include "plugin.h"
+
+/* Special steps, from slurm.h (not included: the plugin needs spank.h
+ * only). Their values are part of Slurm's protocol. */
+#ifndef SLURM_EXTERN_CONT
+#define SLURM_EXTERN_CONT (0xfffffffc)
+#endif
+#ifndef SLURM_BATCH_SCRIPT
+#define SLURM_BATCH_SCRIPT (0xfffffffb)
+#endif
+#ifndef SLURM_INTERACTIVE_STEP
+#define SLURM_INTERACTIVE_STEP (0xfffffffa)
+#endif
+
+struct setter {
+  spank_t sp;
+  int count;
+};
+
+static int set_var(void *arg, const char *name, const char *value) {
+  struct setter *s = arg;
+  spank_err_t rc = spank_setenv(s->sp, name, value, 1);
+  if (rc != ESPANK_SUCCESS) {
+    slurm_error(HCG_LOG_PREFIX "cannot set %s for the task: %s", name,
+                spank_strerror(rc));
+    return -1;
+  }
+  s->count++;
+  return 0;
+}
+
+/* Same test as srun's (local.c), on the step's environment: srun puts the
+ * whole step's task count in SLURM_NTASKS. */
+static int heterogeneous(spank_t sp, uint32_t world) {
+  char buf[32];
+  if (spank_getenv(sp, "SLURM_NTASKS", buf, sizeof buf) != ESPANK_SUCCESS)
+    return 0;
+  char *end;
+  unsigned long long n = strtoull(buf, &end, 10);
+  if (*end || buf[0] == '-' || !buf[0])
+    return 0;
+  return n != world;
+}
+
+int hcg_remote_task_init(spank_t sp) {
+  uint32_t job = 0, step = 0, world = 0, rank = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
+    hcg_log_error("cannot tell which job step this task belongs to");
+    return -1;
+  }
+  if (step == SLURM_BATCH_SCRIPT || step == SLURM_EXTERN_CONT ||
+      step == SLURM_INTERACTIVE_STEP)
+    return 0;
+
+  if (!hcg_option_active()) {
+    /* Never let an outer step's layout leak into a step without one. */
+    (void)spank_unsetenv(sp, HCG_FORWARD_ENV);
+    return 0;
+  }
+  if (!hcg_state.registered) {
+    hcg_log_error("--hcg-layout could not be registered on this node; see "
+                  "the slurmd log");
+    return -1;
+  }
+  if (hcg_state.conflict) {
+    hcg_log_error("--hcg-layout reached this node with two different values");
+    return -1;
+  }
+  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &world) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS) {
+    hcg_log_error("cannot get the task's rank and the step's task count");
+    return -1;
+  }
+  if (heterogeneous(sp, world)) {
+    hcg_log_error("heterogeneous steps are not supported yet");
+    return -1;
+  }
+
+  size_t cap = HCG_FORWARD_MAX + 1;
+  char *buf = malloc(cap);
+  if (!buf) {
+    hcg_log_error("out of memory for the layout");
+    return -1;
+  }
+  spank_err_t erc = spank_getenv(sp, HCG_FORWARD_ENV, buf, (int)cap);
+  (void)spank_unsetenv(sp, HCG_FORWARD_ENV);
+  if (erc != ESPANK_SUCCESS) {
+    if (erc == ESPANK_ENV_NOEXIST)
+      hcg_log_error("srun did not forward the layout of --hcg-layout: is the "
+                    "hcg plugin in srun's plugstack.conf?");
+    else
+      slurm_error(HCG_LOG_PREFIX "cannot read %s: %s", HCG_FORWARD_ENV,
+                  spank_strerror(erc));
+    free(buf);
+    return -1;
+  }
+
+  if (hcg_forward_refused(buf, strlen(buf), job, step)) {
+    /* srun has explained why; one line from the first task is enough. */
+    if (rank == 0)
+      hcg_log_error("srun refused the layout of this step; no task runs");
+    free(buf);
+    return -1;
+  }
+
+  struct hcg_task task = {job, step, world, rank, hcg_state.args.export_dims};
+  hcg_error err = HCG_ERROR_INIT;
+  struct setter setter = {sp, 0};
+  int rc = hcg_task_env(buf, strlen(buf), &task, set_var, &setter, &err);
+  if (rc == 0)
+    slurm_verbose(HCG_LOG_PREFIX "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32
+                                 ": %d variables",
+                  rank, job, step, setter.count);
+  else if (rc > 0)
+    slurm_error(
+        HCG_LOG_PREFIX "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32 ": %s",
+        rank, job, step, err.message[0] ? err.message : hcg_strerror(rc));
+  free(buf);
+  return rc ? -1 : 0;
+}

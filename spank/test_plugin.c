@@ -1,0 +1,752 @@
+/*
+ * test_plugin.c - drives the built spank_hcg.so through its SPANK entry
+ * points without Slurm: this program plays srun, sbatch and slurmstepd by
+ * providing the spank_* and slurm_* functions the plugin calls (exported
+ * with -rdynamic, so dlopen resolves the plugin's undefined symbols to
+ * them). It covers the option's call sequences, every decision of the
+ * plugin and its error paths; run it under valgrind to check them for
+ * leaks. The real Slurm is exercised by tests/cluster.
+ *
+ *   test_plugin PATH/TO/spank_hcg.so
+ */
+#include <check.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <slurm/spank.h>
+
+/* ---- the fake host ------------------------------------------------------ */
+
+struct spank_handle {
+  int unused;
+};
+static struct spank_handle handle;
+static spank_t sp = &handle;
+
+static struct {
+  spank_context_t ctx;
+  struct spank_option *opt;
+  uint32_t job, step, world, rank;
+  int item_fails; /* spank_get_item fails for S_JOB_TOTAL_TASK_COUNT */
+  char *env[64];  /* the remote task's environment */
+  char control[1 << 17]; /* last spank_job_control_setenv value */
+  char log[1 << 15];     /* everything logged, one message per line */
+} host;
+
+static void reset_host(spank_context_t ctx) {
+  for (int i = 0; i < 64; i++) {
+    free(host.env[i]);
+    host.env[i] = NULL;
+  }
+  memset(&host, 0, sizeof host);
+  host.ctx = ctx;
+  host.job = 7;
+  host.step = 3;
+  host.world = 4;
+}
+
+static void logf_(const char *level, const char *fmt, va_list ap) {
+  size_t n = strlen(host.log);
+  if (n + 2 >= sizeof host.log)
+    return;
+  n += (size_t)snprintf(host.log + n, sizeof host.log - n, "%s", level);
+  vsnprintf(host.log + n, sizeof host.log - n, fmt, ap);
+  n = strlen(host.log);
+  if (n + 1 < sizeof host.log)
+    strcat(host.log, "\n");
+}
+
+void slurm_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  logf_("error: ", fmt, ap);
+  va_end(ap);
+}
+
+void slurm_verbose(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  logf_("verbose: ", fmt, ap);
+  va_end(ap);
+}
+
+void slurm_info(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  logf_("info: ", fmt, ap);
+  va_end(ap);
+}
+
+void slurm_debug(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  logf_("debug: ", fmt, ap);
+  va_end(ap);
+}
+
+spank_context_t spank_context(void) { return host.ctx; }
+
+const char *spank_strerror(spank_err_t err) {
+  return err == ESPANK_SUCCESS ? "success" : "fake spank error";
+}
+
+spank_err_t spank_option_register(spank_t s, struct spank_option *opt) {
+  if (s != sp || !opt)
+    return ESPANK_BAD_ARG;
+  host.opt = opt;
+  return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_get_item(spank_t s, spank_item_t item, ...) {
+  if (s != sp)
+    return ESPANK_BAD_ARG;
+  va_list ap;
+  va_start(ap, item);
+  spank_err_t rc = ESPANK_SUCCESS;
+  switch (item) {
+  case S_JOB_ID:
+    *va_arg(ap, uint32_t *) = host.job;
+    break;
+  case S_JOB_STEPID:
+    *va_arg(ap, uint32_t *) = host.step;
+    break;
+  case S_JOB_TOTAL_TASK_COUNT:
+    *va_arg(ap, uint32_t *) = host.world;
+    if (host.item_fails)
+      rc = ESPANK_ENV_NOEXIST;
+    break;
+  case S_TASK_GLOBAL_ID:
+    if (host.ctx != S_CTX_REMOTE)
+      rc = ESPANK_NOT_TASK;
+    else
+      *va_arg(ap, uint32_t *) = host.rank;
+    break;
+  default:
+    rc = ESPANK_BAD_ARG;
+  }
+  va_end(ap);
+  return rc;
+}
+
+static int env_find(const char *var) {
+  size_t n = strlen(var);
+  for (int i = 0; i < 64; i++)
+    if (host.env[i] && !strncmp(host.env[i], var, n) && host.env[i][n] == '=')
+      return i;
+  return -1;
+}
+
+static const char *task_env(const char *var) {
+  int i = env_find(var);
+  return i < 0 ? NULL : host.env[i] + strlen(var) + 1;
+}
+
+static void task_env_set(const char *var, const char *val) {
+  int i = env_find(var);
+  if (i < 0)
+    for (i = 0; i < 64 && host.env[i]; i++)
+      ;
+  ck_assert_int_lt(i, 64);
+  free(host.env[i]);
+  host.env[i] = malloc(strlen(var) + strlen(val) + 2);
+  sprintf(host.env[i], "%s=%s", var, val);
+}
+
+static int task_env_count(const char *prefix) {
+  int n = 0;
+  for (int i = 0; i < 64; i++)
+    n += host.env[i] && !strncmp(host.env[i], prefix, strlen(prefix));
+  return n;
+}
+
+spank_err_t spank_getenv(spank_t s, const char *var, char *buf, int len) {
+  if (s != sp || len < 0)
+    return ESPANK_BAD_ARG;
+  if (host.ctx != S_CTX_REMOTE)
+    return ESPANK_NOT_REMOTE;
+  const char *v = task_env(var);
+  if (!v)
+    return ESPANK_ENV_NOEXIST;
+  if (strlen(v) >= (size_t)len)
+    return ESPANK_NOSPACE;
+  strcpy(buf, v);
+  return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_setenv(spank_t s, const char *var, const char *val,
+                         int overwrite) {
+  if (s != sp || !var || !val)
+    return ESPANK_BAD_ARG;
+  if (host.ctx != S_CTX_REMOTE)
+    return ESPANK_NOT_REMOTE;
+  if (!overwrite && task_env(var))
+    return ESPANK_ENV_EXISTS;
+  task_env_set(var, val);
+  return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_unsetenv(spank_t s, const char *var) {
+  if (s != sp || !var)
+    return ESPANK_BAD_ARG;
+  if (host.ctx != S_CTX_REMOTE)
+    return ESPANK_NOT_REMOTE;
+  int i = env_find(var);
+  if (i >= 0) {
+    free(host.env[i]);
+    host.env[i] = NULL;
+  }
+  return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_job_control_setenv(spank_t s, const char *name,
+                                     const char *value, int overwrite) {
+  (void)overwrite;
+  if (s != sp || !name || !value)
+    return ESPANK_BAD_ARG;
+  if (host.ctx != S_CTX_LOCAL && host.ctx != S_CTX_ALLOCATOR)
+    return ESPANK_NOT_LOCAL;
+  if (strcmp(name, "_SLURM_SPANK_OPTION_hcg_hcg_layout"))
+    return ESPANK_BAD_ARG;
+  snprintf(host.control, sizeof host.control, "%s", value);
+  return ESPANK_SUCCESS;
+}
+
+/* ---- the plugin --------------------------------------------------------- */
+
+typedef int (*entry_fn)(spank_t, int, char **);
+static const char *plugin_path;
+static void *plugin;
+static entry_fn p_init, p_post_opt, p_local_user_init, p_task_init, p_exit;
+
+static void load_plugin(void) {
+  plugin = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+  ck_assert_msg(plugin != NULL, "dlopen %s: %s", plugin_path, dlerror());
+  p_init = (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_init");
+  p_post_opt = (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_init_post_opt");
+  p_local_user_init =
+      (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_local_user_init");
+  p_task_init = (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_task_init");
+  p_exit = (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_exit");
+  ck_assert(p_init && p_post_opt && p_local_user_init && p_task_init &&
+            p_exit);
+}
+
+static void unload_plugin(void) {
+  if (plugin)
+    dlclose(plugin);
+  plugin = NULL;
+}
+
+/* A context's start: the plugstack arguments, then the init callback. */
+static int start(spank_context_t ctx, const char *args) {
+  reset_host(ctx);
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", args ? args : "");
+  char *argv[16];
+  int argc = 0;
+  for (char *w = strtok(buf, " "); w && argc < 16; w = strtok(NULL, " "))
+    argv[argc++] = w;
+  return p_init(sp, argc, argv);
+}
+
+static void option(const char *value) {
+  ck_assert_ptr_nonnull(host.opt);
+  ck_assert_int_eq(host.opt->cb(host.opt->val, value,
+                                host.ctx == S_CTX_REMOTE),
+                   0);
+}
+
+static void stop(void) { ck_assert_int_eq(p_exit(sp, 0, NULL), 0); }
+
+static void expect_log(const char *needle) {
+  ck_assert_msg(strstr(host.log, needle), "no '%s' in log:\n%s", needle,
+                host.log);
+}
+
+#define FWD "SLURM_HCG_STEP_LAYOUT"
+#define INHERITED "SLURM_SPANK__SLURM_SPANK_OPTION_hcg_hcg_layout"
+
+static void setup(void) {
+  unsetenv(FWD);
+  unsetenv(INHERITED);
+  unsetenv("_SLURM_SPANK_OPTION_hcg_hcg_layout");
+  unsetenv("SLURM_NTASKS");
+  load_plugin();
+}
+
+static void teardown(void) {
+  unload_plugin();
+  reset_host(S_CTX_ERROR);
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+START_TEST(exports_only_spank_symbols) {
+  ck_assert_str_eq((const char *)dlsym(plugin, "plugin_name"), "hcg");
+  ck_assert_str_eq((const char *)dlsym(plugin, "plugin_type"), "spank");
+  ck_assert_ptr_nonnull(dlsym(plugin, "plugin_version"));
+  ck_assert_ptr_nonnull(dlsym(plugin, "spank_plugin_version"));
+  ck_assert_ptr_null(dlsym(plugin, "hcg_layout_parse"));
+  ck_assert_ptr_null(dlsym(plugin, "hcg_state"));
+  ck_assert_ptr_null(dlsym(plugin, "hcg_args_parse"));
+}
+END_TEST
+
+START_TEST(srun_good_layout) {
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  ck_assert_str_eq(host.opt->name, "hcg-layout");
+  ck_assert(!strncmp(host.opt->usage, "[hcg]", 5));
+  ck_assert_int_eq(host.opt->has_arg, 1);
+  option("tp=2,dp=*");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  setenv(FWD, "stale from an outer step", 1);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:world:world@0:tp=2,dp=2");
+  expect_log("verbose: hcg: step 7.3, 4 tasks: world@0:tp=2,dp=2");
+  stop();
+}
+END_TEST
+
+START_TEST(srun_without_option) {
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  setenv(FWD, "stale", 1);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_ptr_null(getenv(FWD)); /* a stale value never passes */
+  ck_assert_str_eq(host.log, "");
+  stop();
+}
+END_TEST
+
+START_TEST(srun_none) {
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("none");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_ptr_null(getenv(FWD));
+  stop();
+}
+END_TEST
+
+START_TEST(srun_syntax_error_before_allocation) {
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("llm:tp=2,pp=2,cp=0");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  expect_log("error: hcg: layout: column 18: size of 'cp' must be a positive "
+             "integer, got '0'\n  llm:tp=2,pp=2,cp=0\n                   ^\n");
+  stop();
+}
+END_TEST
+
+START_TEST(srun_does_not_fit_refuses_the_step) {
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2,dp=*");
+  host.world = 3;
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  /* srun goes on (see forward.h), the tasks will be refused. */
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
+  expect_log("3 ranks are not a multiple of 2");
+  expect_log("the layout does not fit this step of 3 tasks; no task will run");
+  stop();
+}
+END_TEST
+
+START_TEST(srun_heterogeneous_step) {
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2");
+  host.world = 2;
+  setenv("SLURM_NTASKS", "5", 1);
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
+  expect_log("hcg: heterogeneous steps are not supported yet");
+  setenv("SLURM_NTASKS", "2", 1); /* not heterogeneous */
+  host.log[0] = '\0';
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:world:world@0:tp=2");
+  unsetenv("SLURM_NTASKS");
+  stop();
+}
+END_TEST
+
+START_TEST(srun_no_task_count) {
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2");
+  host.item_fails = 1;
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
+  expect_log("did not tell the step's task count");
+  stop();
+}
+END_TEST
+
+START_TEST(srun_repeats_and_conflicts) {
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2");
+  option("tp=2");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  stop();
+
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2");
+  option("tp=4");
+  option("tp=8");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  expect_log("--hcg-layout is given twice with different values ('tp=2' and "
+             "'tp=4')");
+  stop();
+}
+END_TEST
+
+START_TEST(srun_inherited_value_can_be_replaced) {
+  /* In a batch job: the value from sbatch comes first, then the command
+   * line; the command line wins, once. */
+  setenv(INHERITED, "tp=4", 1);
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=4");
+  option("tp=2");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  host.world = 2;
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:world:world@0:tp=2");
+  stop();
+
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=4");
+  option("none");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_ptr_null(getenv(FWD));
+  stop();
+
+  /* A value that differs from the inherited one is not "inherited". */
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=1");
+  option("tp=2");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  stop();
+  unsetenv(INHERITED);
+}
+END_TEST
+
+START_TEST(srun_size_limits) {
+  ck_assert_int_eq(start(S_CTX_LOCAL, "max_layout_bytes=8"), 0);
+  option("tp=2,dp=*"); /* 9 bytes */
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  expect_log("the layout given to --hcg-layout is 9 bytes; the limit is 8 "
+             "bytes (max_layout_bytes in plugstack.conf)");
+  stop();
+
+  size_t n = (1u << 20) + 10;
+  char *huge = malloc(n + 1);
+  memset(huge, 'x', n);
+  huge[n] = '\0';
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option(huge);
+  option(huge); /* cannot be compared, but is no conflict */
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  expect_log("is more than 1048576 bytes; the limit is 16384");
+  stop();
+  free(huge);
+}
+END_TEST
+
+START_TEST(srun_layout_files) {
+  char dir[] = "/tmp/hcg-test-plugin.XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char path[256], arg[300];
+  snprintf(path, sizeof path, "%s/good.layout", dir);
+  FILE *f = fopen(path, "w");
+  fputs("# two modules\nvision:tp=2\nllm:tp=2\n", f);
+  fclose(f);
+  snprintf(arg, sizeof arg, "@%s", path);
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option(arg);
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  remove(path); /* read once, in post_opt */
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:llm:vision@0:tp=2;llm@2:tp=2");
+  stop();
+
+  snprintf(path, sizeof path, "%s/bad.layout", dir);
+  f = fopen(path, "w");
+  fputs("# two modules\nvision:tp=2\nllm:tp=\n", f);
+  fclose(f);
+  snprintf(arg, sizeof arg, "@%s", path);
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option(arg);
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  char want[400];
+  snprintf(want, sizeof want, "error: hcg: layout '%s': line 3, column 8",
+           path);
+  expect_log(want);
+  stop();
+  remove(path);
+
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  snprintf(arg, sizeof arg, "@%s", dir); /* a directory */
+  option(arg);
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  expect_log("is not a regular file");
+  stop();
+
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  snprintf(arg, sizeof arg, "@%s/missing", dir);
+  option(arg);
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  expect_log("No such file or directory");
+  stop();
+  remove(dir);
+}
+END_TEST
+
+START_TEST(strict_arguments_in_srun_and_sbatch) {
+  ck_assert_int_eq(start(S_CTX_LOCAL, "bogus=1"), -1);
+  expect_log("error: hcg: plugstack.conf: unknown argument 'bogus=1'");
+  stop();
+  ck_assert_int_eq(start(S_CTX_ALLOCATOR, "export_dims=perhaps"), -1);
+  expect_log("export_dims=perhaps: the value must be yes or no");
+  stop();
+}
+END_TEST
+
+START_TEST(lenient_arguments_on_nodes) {
+  ck_assert_int_eq(start(S_CTX_REMOTE, "bogus=1 export_dims=no"), 0);
+  expect_log("unknown argument 'bogus=1'");
+  expect_log("(ignored on this node; the default is used)");
+  ck_assert_ptr_nonnull(host.opt); /* the option is still known */
+  stop();
+  ck_assert_int_eq(start(S_CTX_SLURMD, "max_layout_bytes=0"), 0);
+  expect_log("(ignored by slurmd; the default is used)");
+  ck_assert_ptr_null(host.opt);
+  stop();
+  ck_assert_int_eq(start(S_CTX_JOB_SCRIPT, "bogus"), 0);
+  stop();
+}
+END_TEST
+
+START_TEST(sbatch_passes_file_text) {
+  char path[] = "/tmp/hcg-test-plugin.XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, "tp=2,dp=*\n", 10), 10);
+  close(fd);
+  char arg[64];
+  snprintf(arg, sizeof arg, "@%s", path);
+  ck_assert_int_eq(start(S_CTX_ALLOCATOR, NULL), 0);
+  option(arg);
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_str_eq(host.control, "tp=2,dp=*\n");
+  ck_assert_str_eq(getenv("_SLURM_SPANK_OPTION_hcg_hcg_layout"),
+                   "tp=2,dp=*\n");
+  stop();
+  remove(path);
+  unsetenv("_SLURM_SPANK_OPTION_hcg_hcg_layout");
+
+  /* Text is passed on by Slurm as it is. */
+  ck_assert_int_eq(start(S_CTX_ALLOCATOR, NULL), 0);
+  option("tp=2");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_str_eq(host.control, "");
+  stop();
+
+  ck_assert_int_eq(start(S_CTX_ALLOCATOR, NULL), 0);
+  option("tp=2,=");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  expect_log("hcg: layout: column 6");
+  stop();
+}
+END_TEST
+
+/* slurmstepd: the forwarded text becomes the task's variables. */
+static void remote_task(const char *option_value, uint32_t rank) {
+  ck_assert_int_eq(start(S_CTX_REMOTE, NULL), 0);
+  host.rank = rank;
+  if (option_value) {
+    option(option_value); /* launch message */
+    option(option_value); /* environment: same value again */
+  }
+}
+
+START_TEST(task_gets_variables) {
+  remote_task("@/some/user/file", 5); /* never opened here */
+  host.world = 8;
+  task_env_set(FWD, "hcg1:7.3:llm:vision@0:tp=2,dp=2;llm@4:tp=2,dp=2");
+  task_env_set("SLURM_NTASKS", "8");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(task_env("HCG_RANK"), "5");
+  ck_assert_str_eq(task_env("HCG_WORLD_SIZE"), "8");
+  ck_assert_str_eq(task_env("HCG_GRIDS"), "llm");
+  ck_assert_str_eq(task_env("HCG_LANGUAGE"), "llm");
+  ck_assert_str_eq(task_env("HCG_LLM_TP_RANK"), "1");
+  ck_assert_str_eq(task_env("HCG_LLM_DP_RANK"), "0");
+  ck_assert_str_eq(task_env("HCG_LAYOUT"), "vision@0:tp=2,dp=2;llm@4:tp=2,dp=2");
+  ck_assert_ptr_null(task_env(FWD));
+  ck_assert_int_eq(task_env_count("HCG_"), 10);
+  expect_log("verbose: hcg: task 5 of step 7.3: 10 variables");
+  stop();
+}
+END_TEST
+
+START_TEST(task_export_dims_no) {
+  ck_assert_int_eq(start(S_CTX_REMOTE, "export_dims=no"), 0);
+  host.rank = 1;
+  host.world = 2;
+  option("tp=2");
+  task_env_set(FWD, "hcg1:7.3:world:world@0:tp=2");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+  ck_assert_int_eq(task_env_count("HCG_"), 6);
+  ck_assert_ptr_null(task_env("HCG_WORLD_TP_RANK"));
+  stop();
+}
+END_TEST
+
+START_TEST(task_special_steps_are_skipped) {
+  static const uint32_t special[] = {0xfffffffb, 0xfffffffc, 0xfffffffa};
+  for (int i = 0; i < 3; i++) {
+    remote_task("tp=2", 0);
+    host.step = special[i];
+    task_env_set(FWD, "hcg1:7.3:!");
+    ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+    ck_assert_int_eq(task_env_count("HCG_"), 0);
+    stop();
+  }
+}
+END_TEST
+
+START_TEST(task_without_option) {
+  remote_task(NULL, 0);
+  task_env_set(FWD, "hcg1:7.3:world:world@0:tp=4");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+  ck_assert_int_eq(task_env_count("HCG_"), 0);
+  ck_assert_ptr_null(task_env(FWD));
+  stop();
+  remote_task("none", 0);
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+  stop();
+}
+END_TEST
+
+START_TEST(task_refusals) {
+  /* srun refused: every task fails, only rank 0 says so. */
+  remote_task("tp=3", 0);
+  task_env_set(FWD, "hcg1:7.3:!");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("srun refused the layout of this step");
+  stop();
+  remote_task("tp=3", 2);
+  task_env_set(FWD, "hcg1:7.3:!");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  ck_assert_str_eq(host.log, "");
+  stop();
+
+  /* Nothing forwarded: srun lacks the plugin. */
+  remote_task("tp=4", 0);
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("srun did not forward the layout");
+  stop();
+
+  /* Another step's value. */
+  remote_task("tp=4", 0);
+  task_env_set(FWD, "hcg1:7.2:world:world@0:tp=4");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("was made for step 7.2, not for this step 7.3");
+  ck_assert_int_eq(task_env_count("HCG_"), 0);
+  stop();
+
+  /* Different values on the node. */
+  ck_assert_int_eq(start(S_CTX_REMOTE, NULL), 0);
+  option("tp=4");
+  option("tp=2");
+  task_env_set(FWD, "hcg1:7.3:world:world@0:tp=4");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("two different values");
+  stop();
+
+  /* A forwarded layout that does not fit (srun and node disagree). */
+  remote_task("tp=4", 0);
+  host.world = 2;
+  task_env_set(FWD, "hcg1:7.3:world:world@0:tp=4");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("task 0 of step 7.3: layout: column 1: grid 'world' is over sized");
+  stop();
+
+  /* Heterogeneous step seen on the node. */
+  remote_task("tp=4", 0);
+  task_env_set(FWD, "hcg1:7.3:world:world@0:tp=4");
+  task_env_set("SLURM_NTASKS", "6");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("heterogeneous steps are not supported yet");
+  stop();
+
+  /* Garbage. */
+  remote_task("tp=4", 0);
+  task_env_set(FWD, "tp=4");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("is malformed");
+  stop();
+}
+END_TEST
+
+START_TEST(task_forwarded_value_too_long) {
+  remote_task("tp=4", 0);
+  size_t n = 200000;
+  char *v = malloc(n + 1);
+  memset(v, 'x', n);
+  v[n] = '\0';
+  task_env_set(FWD, v);
+  free(v);
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("cannot read SLURM_HCG_STEP_LAYOUT");
+  ck_assert_ptr_null(task_env(FWD));
+  stop();
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("plugin");
+  TCase *t = tcase_create("entry points");
+  tcase_add_checked_fixture(t, setup, teardown);
+  tcase_add_test(t, exports_only_spank_symbols);
+  tcase_add_test(t, srun_good_layout);
+  tcase_add_test(t, srun_without_option);
+  tcase_add_test(t, srun_none);
+  tcase_add_test(t, srun_syntax_error_before_allocation);
+  tcase_add_test(t, srun_does_not_fit_refuses_the_step);
+  tcase_add_test(t, srun_heterogeneous_step);
+  tcase_add_test(t, srun_no_task_count);
+  tcase_add_test(t, srun_repeats_and_conflicts);
+  tcase_add_test(t, srun_inherited_value_can_be_replaced);
+  tcase_add_test(t, srun_size_limits);
+  tcase_add_test(t, srun_layout_files);
+  tcase_add_test(t, strict_arguments_in_srun_and_sbatch);
+  tcase_add_test(t, lenient_arguments_on_nodes);
+  tcase_add_test(t, sbatch_passes_file_text);
+  tcase_add_test(t, task_gets_variables);
+  tcase_add_test(t, task_export_dims_no);
+  tcase_add_test(t, task_special_steps_are_skipped);
+  tcase_add_test(t, task_without_option);
+  tcase_add_test(t, task_refusals);
+  tcase_add_test(t, task_forwarded_value_too_long);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  plugin_path = argc > 1 ? argv[1] : getenv("HCG_SPANK_PLUGIN");
+  if (!plugin_path)
+    plugin_path = ".libs/spank_hcg.so";
+  SRunner *r = srunner_create(suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

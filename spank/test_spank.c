@@ -1,0 +1,362 @@
+/*
+ * test_spank.c - unit tests of the plugin's pure parts: plugstack.conf
+ * arguments, the srun -> slurmstepd hand-over and the per-task variables.
+ * The Slurm side is tested on a real cluster (tests/cluster).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "forward.h"
+
+/* ---- plugstack.conf arguments ------------------------------------------ */
+
+static char reported[8][512];
+static int nreported;
+
+static void collect(void *arg, const char *msg) {
+  (void)arg;
+  if (nreported < 8)
+    snprintf(reported[nreported], sizeof reported[0], "%s", msg);
+  nreported++;
+}
+
+static int parse(struct hcg_args *a, int argc, char **argv) {
+  nreported = 0;
+  hcg_args_defaults(a);
+  return hcg_args_parse(a, argc, argv, collect, NULL);
+}
+
+START_TEST(args_defaults) {
+  struct hcg_args a;
+  ck_assert_int_eq(parse(&a, 0, NULL), 0);
+  ck_assert_uint_eq(a.max_layout_bytes, HCG_SPANK_DEFAULT_MAX_BYTES);
+  ck_assert_int_eq(a.export_dims, 1);
+  ck_assert_str_eq(a.language, "");
+}
+END_TEST
+
+START_TEST(args_valid) {
+  struct hcg_args a;
+  char *argv[] = {"max_layout_bytes=65536", "export_dims=no", "language=lm"};
+  ck_assert_int_eq(parse(&a, 3, argv), 0);
+  ck_assert_int_eq(nreported, 0);
+  ck_assert_uint_eq(a.max_layout_bytes, 65536);
+  ck_assert_int_eq(a.export_dims, 0);
+  ck_assert_str_eq(a.language, "lm");
+  char *argv2[] = {"max_layout_bytes=1", "export_dims=yes"};
+  ck_assert_int_eq(parse(&a, 2, argv2), 0);
+  ck_assert_uint_eq(a.max_layout_bytes, 1);
+  ck_assert_int_eq(a.export_dims, 1);
+}
+END_TEST
+
+/* Every rejected word is reported once, named, and leaves the default. */
+static void expect_bad(const char *word, const char *needle) {
+  struct hcg_args a;
+  char *argv[] = {(char *)word};
+  ck_assert_msg(parse(&a, 1, argv) == 1, "'%s' accepted", word);
+  ck_assert_int_eq(nreported, 1);
+  ck_assert_msg(strstr(reported[0], needle), "'%s' gave '%s', no '%s'", word,
+                reported[0], needle);
+  ck_assert_uint_eq(a.max_layout_bytes, HCG_SPANK_DEFAULT_MAX_BYTES);
+  ck_assert_int_eq(a.export_dims, 1);
+  ck_assert_str_eq(a.language, "");
+}
+
+START_TEST(args_bad) {
+  expect_bad("bogus=1", "unknown argument 'bogus=1'");
+  expect_bad("max_layout", "unknown argument");
+  expect_bad("max_layout_bytesx=5", "unknown argument");
+  expect_bad("export_dims", "needs a value");
+  expect_bad("max_layout_bytes=0", "from 1 to 65536");
+  expect_bad("max_layout_bytes=65537", "from 1 to 65536");
+  expect_bad("max_layout_bytes=", "from 1 to 65536");
+  expect_bad("max_layout_bytes=12abc", "from 1 to 65536");
+  expect_bad("max_layout_bytes=+5", "from 1 to 65536");
+  expect_bad("max_layout_bytes=-5", "from 1 to 65536");
+  expect_bad("max_layout_bytes=0x100", "from 1 to 65536");
+  expect_bad("max_layout_bytes=99999999999999999999999", "from 1 to 65536");
+  expect_bad("export_dims=maybe", "yes or no");
+  expect_bad("export_dims=YES", "yes or no");
+  expect_bad("export_dims=", "yes or no");
+  expect_bad("language=Bad", "grid name");
+  expect_bad("language=", "grid name");
+  expect_bad("language=1x", "grid name");
+  expect_bad("language=a-b", "grid name");
+  expect_bad("language=abcdefghijklmnopqrstuvwxyz0123456", "grid name");
+}
+END_TEST
+
+START_TEST(args_long_word_is_cut) {
+  char word[4000];
+  memset(word, 'x', sizeof word - 1);
+  word[sizeof word - 1] = '\0';
+  expect_bad(word, "unknown argument");
+  ck_assert(strlen(reported[0]) < 300);
+}
+END_TEST
+
+START_TEST(args_duplicates_and_counts) {
+  struct hcg_args a;
+  char *argv[] = {"export_dims=no", "export_dims=no", "bogus", "language=x"};
+  ck_assert_int_eq(parse(&a, 4, argv), 2);
+  ck_assert(strstr(reported[0], "more than once"));
+  ck_assert(strstr(reported[1], "unknown argument 'bogus'"));
+  ck_assert_int_eq(a.export_dims, 0); /* the first, valid one stays */
+  ck_assert_str_eq(a.language, "x");
+}
+END_TEST
+
+START_TEST(args_names) {
+  ck_assert(hcg_args_valid_name("a"));
+  ck_assert(hcg_args_valid_name("llm_2"));
+  ck_assert(hcg_args_valid_name("abcdefghijklmnopqrstuvwxyz012345")); /* 32 */
+  ck_assert(!hcg_args_valid_name("abcdefghijklmnopqrstuvwxyz0123456"));
+  ck_assert(!hcg_args_valid_name(""));
+  ck_assert(!hcg_args_valid_name(NULL));
+  ck_assert(!hcg_args_valid_name("_a"));
+  ck_assert(!hcg_args_valid_name("a b"));
+}
+END_TEST
+
+/* ---- hand-over ---------------------------------------------------------- */
+
+START_TEST(forward_round_trip) {
+  char *v = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(
+      hcg_forward_encode(17, 3, "llm", "vision@0:tp=2;llm@2:tp=2", &v, &err),
+      HCG_OK);
+  ck_assert_str_eq(v, "hcg1:17.3:llm:vision@0:tp=2;llm@2:tp=2");
+  char lang[HCG_MAX_NAME + 1];
+  const char *text;
+  size_t len;
+  ck_assert_int_eq(
+      hcg_forward_decode(v, strlen(v), 17, 3, lang, &text, &len, &err), HCG_OK);
+  ck_assert_str_eq(lang, "llm");
+  ck_assert_uint_eq(len, strlen("vision@0:tp=2;llm@2:tp=2"));
+  ck_assert(!strncmp(text, "vision@0:tp=2;llm@2:tp=2", len));
+  free(v);
+  ck_assert_int_eq(
+      hcg_forward_encode(4294967295u, 4294967291u, "a", "a:x=1", &v, &err),
+      HCG_OK);
+  ck_assert_int_eq(hcg_forward_decode(v, strlen(v), 4294967295u, 4294967291u,
+                                      lang, &text, &len, &err),
+                   HCG_OK);
+  free(v);
+}
+END_TEST
+
+START_TEST(forward_other_step) {
+  char lang[HCG_MAX_NAME + 1];
+  const char *text;
+  size_t len;
+  hcg_error err = HCG_ERROR_INIT;
+  const char *v = "hcg1:17.3:llm:llm@0:tp=2";
+  ck_assert_int_eq(
+      hcg_forward_decode(v, strlen(v), 17, 4, lang, &text, &len, &err),
+      HCG_EENV);
+  ck_assert(strstr(err.message, "step 17.3, not for this step 17.4"));
+  ck_assert_int_eq(
+      hcg_forward_decode(v, strlen(v), 18, 3, lang, &text, &len, &err),
+      HCG_EENV);
+}
+END_TEST
+
+START_TEST(forward_malformed) {
+  static const char *const bad[] = {
+      "",
+      "hcg1",
+      "hcg2:1.2:llm:x=1",
+      "hcg1:1.2:llm",
+      "hcg1:1:llm:x=1",
+      "hcg1:a.2:llm:x=1",
+      "hcg1:1.2::x=1",
+      "hcg1:99999999999.2:llm:x=1",
+      "hcg1:1.2:abcdefghijklmnopqrstuvwxyz0123456789:x=1",
+      "tp=2,dp=4",
+  };
+  char lang[HCG_MAX_NAME + 1];
+  const char *text;
+  size_t len;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    hcg_error err = HCG_ERROR_INIT;
+    int rc = hcg_forward_decode(bad[i], strlen(bad[i]), 1, 2, lang, &text, &len,
+                                &err);
+    ck_assert_msg(rc != HCG_OK, "'%s' accepted", bad[i]);
+    ck_assert(err.message[0]);
+  }
+}
+END_TEST
+
+START_TEST(forward_too_long) {
+  size_t n = HCG_FORWARD_MAX + 1;
+  char *v = malloc(n + 1);
+  memset(v, 'x', n);
+  v[n] = '\0';
+  char lang[HCG_MAX_NAME + 1];
+  const char *text;
+  size_t len;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcg_forward_decode(v, n, 1, 2, lang, &text, &len, &err),
+                   HCG_ELIMIT);
+  char *out = NULL;
+  v[HCG_MAX_LAYOUT_BYTES + 1] = '\0';
+  ck_assert_int_eq(hcg_forward_encode(1, 2, "a", v, &out, &err), HCG_ELIMIT);
+  ck_assert_ptr_null(out);
+  free(v);
+}
+END_TEST
+
+/* ---- per-task variables ------------------------------------------------- */
+
+struct envlist {
+  char lines[128][256];
+  int n;
+  int stop_after; /* return -1 after this many calls; 0 = never */
+};
+
+static int collect_env(void *arg, const char *name, const char *value) {
+  struct envlist *e = arg;
+  if (e->n < 128)
+    snprintf(e->lines[e->n], sizeof e->lines[0], "%s=%s", name, value);
+  e->n++;
+  if (e->stop_after && e->n >= e->stop_after)
+    return -1;
+  return 0;
+}
+
+/* The plugin's variables for a task are exactly the core's walk. */
+static void check_task(const char *layout_text, int world, int rank,
+                       const char *language) {
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = world;
+  cfg.language = language;
+  hcg_layout *L = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_msg(hcg_layout_parse(layout_text, strlen(layout_text), &cfg, &L,
+                                 &err) == HCG_OK,
+                "%s", err.message);
+  static struct envlist want, got, common;
+  memset(&want, 0, sizeof want);
+  memset(&got, 0, sizeof got);
+  memset(&common, 0, sizeof common);
+  ck_assert_int_eq(hcg_rank_env(L, rank, collect_env, &want), 0);
+
+  char *v = NULL;
+  ck_assert_int_eq(hcg_forward_encode(5, 0,
+                                      hcg_grid_name(L, hcg_layout_language(L)),
+                                      hcg_layout_text(L), &v, &err),
+                   HCG_OK);
+  struct hcg_task t = {5, 0, (uint32_t)world, (uint32_t)rank, 1};
+  ck_assert_int_eq(hcg_task_env(v, strlen(v), &t, collect_env, &got, &err),
+                   HCG_OK);
+  ck_assert_int_eq(got.n, want.n);
+  for (int i = 0; i < want.n; i++)
+    ck_assert_str_eq(got.lines[i], want.lines[i]);
+
+  t.export_dims = 0;
+  ck_assert_int_eq(hcg_task_env(v, strlen(v), &t, collect_env, &common, &err),
+                   HCG_OK);
+  ck_assert_int_eq(common.n, 6);
+  for (int i = 0; i < common.n; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(common.lines[i], "="),
+             common.lines[i]);
+    ck_assert(hcg_task_common_var(name));
+  }
+  free(v);
+  hcg_layout_free(L);
+}
+
+START_TEST(task_env_matches_core) {
+  check_task("tp=2,cp=2,pp=2,dp=*", 24, 13, NULL);
+  check_task("llm:tp=2,cp=1,dp=*,pp=2; llm/expert:expt_tp=1,ep=4,expt_dp=*,pp",
+             16, 9, NULL);
+  check_task("vision:tp=4,dp=2; llm:tp=2,cp=2,pp=2,dp=*", 16, 3, NULL);
+  check_task("vision:tp=4,dp=2; llm:tp=2,cp=2,pp=2,dp=*", 16, 12, NULL);
+  check_task("vision@0:tp=2,dp=4; llm@0:tp=4,dp=2", 8, 5, NULL);
+  check_task("enc:tp=2; dec:tp=2", 4, 1, "enc");
+  check_task("dp=*", 1, 0, NULL);
+}
+END_TEST
+
+START_TEST(task_env_language_is_forwarded) {
+  /* The node uses srun's choice of language module, not its own rule. */
+  const char *v = "hcg1:5.0:enc:enc@0:tp=2;dec@2:tp=2";
+  struct envlist got;
+  memset(&got, 0, sizeof got);
+  struct hcg_task t = {5, 0, 4, 3, 1};
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcg_task_env(v, strlen(v), &t, collect_env, &got, &err),
+                   HCG_OK);
+  int found = 0;
+  for (int i = 0; i < got.n; i++)
+    found |= !strcmp(got.lines[i], "HCG_LANGUAGE=enc");
+  ck_assert(found);
+}
+END_TEST
+
+START_TEST(task_env_errors) {
+  hcg_error err = HCG_ERROR_INIT;
+  struct envlist got;
+  memset(&got, 0, sizeof got);
+  const char *v = "hcg1:5.0:world:world@0:tp=2,dp=4";
+  struct hcg_task t = {5, 0, 8, 8, 1}; /* rank == world */
+  ck_assert_int_eq(hcg_task_env(v, strlen(v), &t, collect_env, &got, &err),
+                   HCG_ERANGE);
+  t.rank = 0;
+  t.world = 0;
+  ck_assert_int_eq(hcg_task_env(v, strlen(v), &t, collect_env, &got, &err),
+                   HCG_ERANGE);
+  t.world = 6; /* the forwarded layout does not fit another world */
+  ck_assert_int_eq(hcg_task_env(v, strlen(v), &t, collect_env, &got, &err),
+                   HCG_ELAYOUT);
+  ck_assert_int_eq(got.n, 0);
+  t.world = 8;
+  t.step = 1;
+  ck_assert_int_eq(hcg_task_env(v, strlen(v), &t, collect_env, &got, &err),
+                   HCG_EENV);
+  t.step = 0;
+  got.stop_after = 3; /* the callback's failure is returned as is */
+  ck_assert_int_eq(hcg_task_env(v, strlen(v), &t, collect_env, &got, &err), -1);
+  ck_assert_int_eq(got.n, 3);
+  ck_assert_int_eq(hcg_task_env(NULL, 0, &t, collect_env, &got, &err),
+                   HCG_EINVAL);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("spank");
+  TCase *a = tcase_create("args");
+  tcase_add_test(a, args_defaults);
+  tcase_add_test(a, args_valid);
+  tcase_add_test(a, args_bad);
+  tcase_add_test(a, args_long_word_is_cut);
+  tcase_add_test(a, args_duplicates_and_counts);
+  tcase_add_test(a, args_names);
+  suite_add_tcase(s, a);
+  TCase *f = tcase_create("forward");
+  tcase_add_test(f, forward_round_trip);
+  tcase_add_test(f, forward_other_step);
+  tcase_add_test(f, forward_malformed);
+  tcase_add_test(f, forward_too_long);
+  suite_add_tcase(s, f);
+  TCase *t = tcase_create("task");
+  tcase_add_test(t, task_env_matches_core);
+  tcase_add_test(t, task_env_language_is_forwarded);
+  tcase_add_test(t, task_env_errors);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,112 @@
+# shellcheck shell=bash
+# helpers.bash - shared by tests/cluster/*.bats. Needs the cluster that
+# tests/cluster/run.sh starts (see cluster.sh for the exported variables).
+
+# cluster_plugstack, cluster_conf_variant, cluster_wait_idle, ...
+# shellcheck source=tests/cluster/cluster.sh
+source "$BATS_TEST_DIRNAME/cluster.sh"
+
+cluster_required() {
+  if [ -z "${CLUSTER_DIR:-}" ] || [ -z "${SLURM_CONF:-}" ]; then
+    skip "no test cluster: run tests/cluster/run.sh BUILD_DIR"
+  fi
+}
+
+# The harness exports HCG_BUILD and HCG_SRCDIR; tasks inherit srun's
+# environment, so they would show up among the task's HCG_* variables.
+# Keep their values under other names and drop them for srun.
+clean_env() {
+  SRCDIR=${HCG_SRCDIR:-$SRCDIR}
+  BUILD=${HCG_BUILD:-$BUILD}
+  unset HCG_BUILD HCG_SRCDIR
+  export SRCDIR BUILD
+}
+
+setup() {
+  cluster_required
+  clean_env
+  OUT=$BATS_TEST_TMPDIR/out
+  mkdir -p "$OUT"
+  chmod 777 "$BATS_TEST_TMPDIR" "$OUT"
+  MARKER=$BATS_TEST_TMPDIR/marker
+}
+
+# Runs a step whose every task writes its sorted HCG_* variables (and any
+# forwarding variable that must not reach it) to $OUT/task.RANK.
+#   run_tasks N LAYOUT [SRUN_ARGS...]   ($SRUN_ARGS is added too)
+run_tasks() {
+  local n=$1 layout=$2
+  shift 2
+  rm -f "$OUT"/task.*
+  # shellcheck disable=SC2086
+  run timeout 120 srun -n "$n" --overcommit --hcg-layout="$layout" \
+    ${SRUN_ARGS:-} "$@" \
+    /bin/bash -c 'env | grep -E "^(HCG_|SLURM_HCG_)" | sort >"$0/task.$SLURM_PROCID"' \
+    "$OUT"
+}
+
+# What `hcg explain --format json` says rank R gets: the common variables
+# (.env) and the rank's own (.ranks[R].env), sorted NAME=VALUE lines.
+#   expected_env JSON_FILE R
+expected_env() {
+  jq -r --argjson r "$2" \
+    '(.env + .ranks[$r].env) | to_entries[] | "\(.key)=\(.value)"' "$1" |
+    sort
+}
+
+# Every task of an N-task step got exactly what hcg explain says.
+#   check_layout N LAYOUT [EXPLAIN_ARGS...]
+check_layout() {
+  local n=$1 layout=$2 r
+  shift 2
+  run_tasks "$n" "$layout"
+  if [ "$status" -ne 0 ]; then
+    echo "srun -n $n --hcg-layout='$layout' failed ($status): $output"
+    return 1
+  fi
+  "$HCG" explain -n "$n" "$@" "$layout" --format json >"$OUT/explain.json" ||
+    return 1
+  [ "$(jq '.ranks | length' "$OUT/explain.json")" -eq "$n" ] || return 1
+  for r in $(seq 0 $((n - 1))); do
+    if [ ! -f "$OUT/task.$r" ]; then
+      echo "task $r of $n wrote nothing for '$layout'"
+      return 1
+    fi
+    if ! diff -u <(expected_env "$OUT/explain.json" "$r") "$OUT/task.$r"; then
+      echo "task $r of $n differs from hcg explain for '$layout'"
+      return 1
+    fi
+  done
+  [ "$(ls "$OUT" | grep -c '^task\.')" -eq "$n" ]
+}
+
+# A refused step: non-zero exit, the message, and the task never ran.
+#   refused PATTERN...   (after `run ... touch $MARKER.$SLURM_PROCID`)
+refused() {
+  local p
+  if [ "$status" -eq 0 ]; then
+    echo "exit status 0, expected a failure; output: $output"
+    return 1
+  fi
+  for p in "$@"; do
+    if ! grep -qE -- "$p" <<<"$output"; then
+      echo "no '$p' in: $output"
+      return 1
+    fi
+  done
+  if ls "$MARKER"* >/dev/null 2>&1; then
+    echo "a task ran although the layout was refused"
+    return 1
+  fi
+}
+
+# srun that would leave a marker per task if any task ran.
+#   try_srun N LAYOUT [SRUN_ARGS...]
+try_srun() {
+  local n=$1 layout=$2
+  shift 2
+  # shellcheck disable=SC2086
+  run timeout 120 srun -n "$n" --overcommit --hcg-layout="$layout" \
+    ${SRUN_ARGS:-} "$@" \
+    /bin/bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER"
+}
