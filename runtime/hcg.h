@@ -130,9 +130,13 @@ typedef struct hcg_layout_config {
   /* Longest layout text accepted, in bytes; 0 means HCG_MAX_LAYOUT_BYTES.
    * Larger values are clamped to HCG_MAX_LAYOUT_BYTES. */
   size_t max_bytes;
+  /* Where the text came from, e.g. a file name, for messages ("layout
+   * 'model.hcg': line 3, column 7: ..."); NULL for none. hcg_layout_load
+   * sets it for "@PATH" when it is NULL. */
+  const char *source_name;
 } hcg_layout_config;
 
-#define HCG_LAYOUT_CONFIG_INIT {0, NULL, 0}
+#define HCG_LAYOUT_CONFIG_INIT {0, NULL, 0, NULL}
 
 /* Parses `len` bytes of `text` (NUL bytes inside are an error), resolves
  * offsets and inferred sizes against cfg->world_size, and validates the whole

@@ -16,18 +16,10 @@
 #include "forward.h"
 #include "plugin.h"
 
-/* Prints a layout error. Errors in the text of an @PATH file (in_text) get
- * the file's name, which hcg_layout_parse cannot know since it parses the
- * text that was read once, here, rather than re-reading the file. */
-static void log_layout_error(const hcg_error *err, int in_text) {
-  const char *v = hcg_state.value;
-  const char *m = err->message;
-  static const char lead[] = "layout: ";
-  if (in_text && v && v[0] == '@' && !strncmp(m, lead, sizeof lead - 1))
-    slurm_error(HCG_LOG_PREFIX "layout '%s': %s", v + 1, m + sizeof lead - 1);
-  else
-    hcg_log_hcg_error(err);
-  if (err->code == HCG_ELIMIT && strstr(m, "the limit is"))
+/* Prints a layout error, and where the bound comes from when it is one. */
+static void log_layout_error(const hcg_error *err) {
+  hcg_log_hcg_error(err);
+  if (err->code == HCG_ELIMIT && strstr(err->message, "the limit is"))
     slurm_error(HCG_LOG_PREFIX "the site's limit is max_layout_bytes=%zu in "
                                "plugstack.conf",
                 hcg_state.args.max_layout_bytes);
@@ -38,6 +30,10 @@ static hcg_layout_config layout_config(int world) {
   cfg.world_size = world;
   cfg.language = hcg_state.args.language[0] ? hcg_state.args.language : NULL;
   cfg.max_bytes = hcg_state.args.max_layout_bytes;
+  /* The text of an @PATH file was read once, here: name the file in
+   * messages about it. */
+  if (hcg_state.value && hcg_state.value[0] == '@')
+    cfg.source_name = hcg_state.value + 1;
   return cfg;
 }
 
@@ -56,7 +52,7 @@ int hcg_local_load(spank_t sp) {
   if (v[0] == '@') {
     if (hcg_layout_read_file(v + 1, hcg_state.args.max_layout_bytes, &text,
                              &len, &err)) {
-      log_layout_error(&err, 0);
+      log_layout_error(&err);
       return -1;
     }
   } else {
@@ -76,7 +72,7 @@ int hcg_local_load(spank_t sp) {
   int rc = hcg_layout_parse(text, len, &cfg, &layout, &err);
   hcg_layout_free(layout);
   if (rc == HCG_ESYNTAX || rc == HCG_ELIMIT || rc == HCG_ENOMEM) {
-    log_layout_error(&err, 1);
+    log_layout_error(&err);
     free(text);
     return -1;
   }
@@ -156,7 +152,7 @@ int hcg_local_user_init(spank_t sp) {
   hcg_error err = HCG_ERROR_INIT;
   if (hcg_layout_parse(hcg_state.text, hcg_state.text_len, &cfg, &layout,
                        &err)) {
-    log_layout_error(&err, 1);
+    log_layout_error(&err);
     slurm_error(HCG_LOG_PREFIX "the layout does not fit this step of %" PRIu32
                                " task%s; no task will run",
                 world, world == 1 ? "" : "s");

@@ -68,6 +68,11 @@ int hcg__fail_at(hcg_error *err, int code, const struct hcg_source *src,
     return code;
   if (pos > src->len)
     pos = src->len;
+  /* "Got the end of the layout" after a final newline belongs to the last
+   * line, not to an empty line after it. */
+  while (pos == src->len && pos > 0 &&
+         (src->text[pos - 1] == '\n' || src->text[pos - 1] == '\r'))
+    pos--;
 
   /* Line and column of pos, and the bounds of its line. */
   size_t line_start = 0;

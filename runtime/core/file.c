@@ -98,7 +98,8 @@ int hcg_layout_load(const char *arg, const hcg_layout_config *cfg,
       hcg_layout_read_file(arg + 1, cfg ? cfg->max_bytes : 0, &text, &len, err);
   if (rc)
     return rc;
-  struct hcg_source src = {text, len, arg + 1};
+  struct hcg_source src = {
+      text, len, cfg && cfg->source_name ? cfg->source_name : arg + 1};
   rc = hcg__layout_parse_source(&src, cfg, out, err);
   free(text);
   return rc;

@@ -56,7 +56,7 @@ int hcg_layout_parse(const char *text, size_t len, const hcg_layout_config *cfg,
     *out = NULL;
   if (!text || !out)
     return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_layout_parse");
-  struct hcg_source src = {text, len, NULL};
+  struct hcg_source src = {text, len, cfg ? cfg->source_name : NULL};
   return hcg__layout_parse_source(&src, cfg, out, err);
 }
 

@@ -66,10 +66,11 @@ int hcg__infer(struct hcg_view *v, long long span, const char *kind,
       hcg__buf_init(&b, dims, sizeof dims);
       list_dims(&b, v, d);
       return hcg__fail_at(err, HCG_ELAYOUT, src, v->dims[d].size_pos,
-                          "cannot infer '%s' of %s '%s': %lld ranks are not a "
+                          "cannot infer '%s' of %s '%s': %lld rank%s not a "
                           "multiple of %lld, the product of its other dims "
                           "(%s)",
                           v->dims[d].name, kind, label, span,
+                          span == 1 ? " is" : "s are",
                           rest < 0 ? (long long)HCG_MAX_WORLD + 1 : rest, dims);
     }
     v->dims[d].size = (int)(span / rest);

@@ -236,6 +236,19 @@ START_TEST(layout_files) {
   unlink(path);
   free(path);
 
+  /* A source name given by the caller, and an error at the end of a text
+   * ending in a newline: on the last line, not on an empty one after it. */
+  hcg_layout_config named = HCG_LAYOUT_CONFIG_INIT;
+  named.source_name = "model.hcg";
+  const char *t = "vision: tp=4\nllm: tp=2,\n";
+  ck_assert_int_eq(hcg_layout_parse(t, strlen(t), &named, &L, &err),
+                   HCG_ESYNTAX);
+  ck_assert_msg(strstr(err.message, "layout 'model.hcg': line 2, column 11: "
+                                    "expected a dim name, got the end of "
+                                    "the layout\n  llm: tp=2,\n"),
+                "%s", err.message);
+  ck_assert_int_eq(err.line, 2);
+
   ck_assert_int_eq(hcg_layout_load("@/nonexistent/layout", &cfg, &L, &err),
                    HCG_ENOTFOUND);
   ck_assert_ptr_nonnull(strstr(err.message, "cannot open layout file "

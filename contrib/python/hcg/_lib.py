@@ -46,6 +46,7 @@ class LayoutConfig(ctypes.Structure):
         ("world_size", ctypes.c_int),
         ("language", ctypes.c_char_p),
         ("max_bytes", ctypes.c_size_t),
+        ("source_name", ctypes.c_char_p),
     ]
 
 
