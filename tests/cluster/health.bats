@@ -33,8 +33,33 @@ load helpers
   # logs that as "task_init() failed" and "Failed to invoke spank plugin
   # stack". Anything else from SPANK (init, init_post_opt, user_init,
   # loading the plugin) would be a bug.
-  run bash -c "grep -hE 'error: .*spank' '$CLUSTER_LOGS'/slurmd.log | grep -vE 'spank_hcg.so: task_init\(\) failed with rc=-1|Failed to invoke spank plugin stack'"
+  run awk -f "$BATS_TEST_DIRNAME/spank_errors.awk" "$CLUSTER_LOGS"/slurmd.log
   [ -z "$output" ] || { echo "$output"; false; }
   run bash -c "grep -hiE 'spank' '$CLUSTER_LOGS'/slurmctld.log"
   [ -z "$output" ] || { echo "$output"; false; }
+}
+
+@test "the SPANK log filter tells interleaved refusals from real failures" {
+  log="$BATS_TEST_TMPDIR/slurmd.log"
+  t='[2026-11-22T00:27:04.784] [92.0]'
+  cat > "$log" <<LOG
+$t error: Failed to invo$t eke spank plugin stack
+$t error: Failed to invoke spank plugin stack
+$t error: spank: required plugin spank_hcg.so: task_init() failed with rc=-1
+$t error: spank: required plugin spank_hcg.so: task_in$t erit() failed with rc=-1
+$t$t e error: spank: required plugin spank_hcg.so: task_init() failed with rc=-1
+$t error: spank: required plugin spank_hcg.so: task_init() failed with r[2026-11-22T00:c=-1
+32:15.352] [7.0] error: spank: required plugin spank_hcg.so: task_init() failed with rc=-1
+27:04.7] [9.0] error: spank: required plugin spank_hcg.so: user_init() failed with rc=-1
+$t error: spank: /x/spank_hcg.so: init() failed with rc=-1
+$t error: spank: /x/spank_hcg.so: user_init() failed with rc=-1
+$t error: Failed to invoke spank plugin stack$t error: spank: /x/spank_hcg.so: exit() failed
+LOG
+  run awk -f "$BATS_TEST_DIRNAME/spank_errors.awk" "$log"
+  [ "$status" -eq 0 ]
+  [ "${#lines[@]}" -eq 4 ]
+  [[ "${lines[0]}" == "27:04.7] [9.0] error: "*"user_init() failed"* ]]
+  [[ "${lines[1]}" == *" init() failed"* ]]
+  [[ "${lines[2]}" == *"user_init() failed"* ]]
+  [[ "${lines[3]}" == *"exit() failed" ]]
 }

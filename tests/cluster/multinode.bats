@@ -99,6 +99,6 @@ SCRIPT
   ! grep -v ' idle$' <<<"$output"
   ! grep -iE 'segfault|segmentation|core dumped|SIGSEGV|SIGABRT|drain' \
     "$CLUSTER_LOGS"/slurmd*.log "$CLUSTER_LOGS"/slurmctld.log
-  run bash -c "grep -hE 'error: .*spank' '$CLUSTER_LOGS'/slurmd*.log | grep -vE 'spank_hcg.so: task_init\(\) failed with rc=-1|Failed to invoke spank plugin stack'"
+  run awk -f "$BATS_TEST_DIRNAME/spank_errors.awk" "$CLUSTER_LOGS"/slurmd*.log
   [ -z "$output" ]
 }
