@@ -71,7 +71,7 @@ int hcg_comm_find_request(const hcg_ctx *ctx, const hcg_request *req,
 int hcg_comm_find(const hcg_ctx *ctx, const char *spec, hcg_comm **out,
                   hcg_error *err) {
   if (!ctx || !spec || !out)
-    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to hcg_comm_find");
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_comm_find");
   *out = NULL;
   hcg_request req;
   int rc = hcg_request_parse(ctx->layout, spec, &req, err);
@@ -79,18 +79,18 @@ int hcg_comm_find(const hcg_ctx *ctx, const char *spec, hcg_comm **out,
     return rc;
   rc = hcg_comm_find_request(ctx, &req, out);
   if (rc == HCG_ENOTMEMBER)
-    return hcgrt_fail(err, rc, "rank %d is not in grid '%s' of spec '%s'",
-                      ctx->rank, hcg_grid_name(ctx->layout, req.grid), spec);
+    return hcg__fail(err, rc, "rank %d is not in grid '%s' of spec '%s'",
+                     ctx->rank, hcg_grid_name(ctx->layout, req.grid), spec);
   if (rc == HCG_ENOTFOUND) {
     char key[HCG_KEY_MAX];
     hcg_request_key(ctx->layout, &req, key, sizeof key);
-    return hcgrt_fail(err, rc,
-                      "no communicator for group '%s' (spec '%s') "
-                      "was created in this context",
-                      key, spec);
+    return hcg__fail(err, rc,
+                     "no communicator for group '%s' (spec '%s') "
+                     "was created in this context",
+                     key, spec);
   }
   if (rc)
-    return hcgrt_fail(err, rc, "spec '%s': %s", spec, hcg_strerror(rc));
+    return hcg__fail(err, rc, "spec '%s': %s", spec, hcg_strerror(rc));
   return HCG_OK;
 }
 
@@ -169,29 +169,29 @@ int hcg_ctx_device(hcg_ctx *ctx, int *device, hcg_error *err) {
   (void)ctx;
   (void)device;
 #ifdef HCG_HAVE_CUDA
-  return hcgrt_fail(err, HCG_ENOTSUP,
-                    "this libhcg was built without NCCL (configure "
-                    "--with-nccl): no communicators");
+  return hcg__fail(err, HCG_ENOTSUP,
+                   "this libhcg was built without NCCL (configure "
+                   "--with-nccl): no communicators");
 #else
-  return hcgrt_fail(err, HCG_ENOTSUP,
-                    "this libhcg was built without CUDA (configure "
-                    "--with-cuda): no devices");
+  return hcg__fail(err, HCG_ENOTSUP,
+                   "this libhcg was built without CUDA (configure "
+                   "--with-cuda): no devices");
 #endif
 }
 
 int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   (void)ctx;
   (void)set;
-  return hcgrt_fail(err, HCG_ENOTSUP,
-                    "this libhcg was built without NCCL (configure "
-                    "--with-nccl and --with-cuda): communicators cannot be "
-                    "created; hcg_exchange_ids still exchanges ids");
+  return hcg__fail(err, HCG_ENOTSUP,
+                   "this libhcg was built without NCCL (configure "
+                   "--with-nccl and --with-cuda): communicators cannot be "
+                   "created; hcg_exchange_ids still exchanges ids");
 }
 
 int hcg_comm_destroy(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   (void)set;
   if (!ctx)
-    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to hcg_comm_destroy");
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_comm_destroy");
   return HCG_OK; /* nothing can exist */
 }
 
@@ -217,32 +217,32 @@ static void nap(void) {
 }
 
 static int cuda_fail(hcg_error *err, cudaError_t ce, const char *what) {
-  return hcgrt_fail(err, HCG_ECUDA, "%s failed: %s (%s)", what,
-                    cudaGetErrorName(ce), cudaGetErrorString(ce));
+  return hcg__fail(err, HCG_ECUDA, "%s failed: %s (%s)", what,
+                   cudaGetErrorName(ce), cudaGetErrorString(ce));
 }
 
 int hcg_ctx_device(hcg_ctx *ctx, int *device, hcg_error *err) {
   if (!ctx)
-    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to hcg_ctx_device");
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_ctx_device");
   if (ctx->device < 0) {
     int count = 0;
     cudaError_t ce = cudaGetDeviceCount(&count);
     if (ce != cudaSuccess || count <= 0) {
       (void)cudaGetLastError(); /* do not leave the error sticky */
       if (ce != cudaSuccess)
-        return hcgrt_fail(err, HCG_ECUDA,
-                          "no CUDA device: cudaGetDeviceCount failed: %s",
-                          cudaGetErrorString(ce));
-      return hcgrt_fail(err, HCG_ECUDA,
-                        "no CUDA device: cudaGetDeviceCount found none");
+        return hcg__fail(err, HCG_ECUDA,
+                         "no CUDA device: cudaGetDeviceCount failed: %s",
+                         cudaGetErrorString(ce));
+      return hcg__fail(err, HCG_ECUDA,
+                       "no CUDA device: cudaGetDeviceCount found none");
     }
     int dev;
     if (ctx->device_cfg >= 0) {
       if (ctx->device_cfg >= count)
-        return hcgrt_fail(err, HCG_ECUDA,
-                          "hcg_ctx_config.device is %d but only %d CUDA "
-                          "devices are visible",
-                          ctx->device_cfg, count);
+        return hcg__fail(err, HCG_ECUDA,
+                         "hcg_ctx_config.device is %d but only %d CUDA "
+                         "devices are visible",
+                         ctx->device_cfg, count);
       dev = ctx->device_cfg;
     } else {
       int local = ctx->local_rank;
@@ -292,7 +292,7 @@ static int prepare(const hcg_groupset *set, const struct hcgrt_item *it,
                    struct pending *p, hcg_error *err) {
   struct hcg_comm *c = calloc(1, sizeof *c);
   if (!c)
-    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for a communicator");
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for a communicator");
   p->comm = c;
   snprintf(c->key, sizeof c->key, "%s", it->key);
   c->size = it->group.size;
@@ -304,10 +304,10 @@ static int prepare(const hcg_groupset *set, const struct hcgrt_item *it,
   if (set->config_fn) {
     int rc = set->config_fn(set->config_arg, c->key, &o, &p->config);
     if (rc)
-      return hcgrt_fail(err, rc > 0 && rc < HCG_STATUS_COUNT ? rc : HCG_EINVAL,
-                        "the communicator callback refused group '%s' "
-                        "(returned %d)",
-                        c->key, rc);
+      return hcg__fail(err, rc > 0 && rc < HCG_STATUS_COUNT ? rc : HCG_EINVAL,
+                       "the communicator callback refused group '%s' "
+                       "(returned %d)",
+                       c->key, rc);
     if ((rc = hcgrt_check_options(&o, err))) {
       hcgrt_prefix(err, "group '%s', options from the callback: ", c->key);
       return rc;
@@ -316,14 +316,14 @@ static int prepare(const hcg_groupset *set, const struct hcgrt_item *it,
      * communicator, which keeps the pointers: copy them. */
     if (p->config.commName && p->config.commName != c->key &&
         !(c->comm_name = strdup(p->config.commName)))
-      return hcgrt_fail(err, HCG_ENOMEM, "out of memory for a communicator");
+      return hcg__fail(err, HCG_ENOMEM, "out of memory for a communicator");
     if (c->comm_name)
       p->config.commName = c->comm_name;
     if (p->config.netName && !o.net_name)
       o.net_name = p->config.netName;
   }
   if (o.net_name && !(c->net_name = strdup(o.net_name)))
-    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for a communicator");
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for a communicator");
   apply_options(&p->config, &o, c->net_name);
   p->config.blocking = 0; /* hcg polls with its own deadline */
   p->high_priority = o.high_priority;
@@ -333,9 +333,9 @@ static int prepare(const hcg_groupset *set, const struct hcgrt_item *it,
 static int nccl_fail(hcg_error *err, ncclResult_t r, ncclComm_t comm,
                      const char *what, const char *key) {
   const char *last = ncclGetLastError(comm);
-  return hcgrt_fail(err, HCG_ENCCL, "%s for group '%s' failed: %s%s%s", what,
-                    key, ncclGetErrorString(r), last && *last ? ": " : "",
-                    last ? last : "");
+  return hcg__fail(err, HCG_ENCCL, "%s for group '%s' failed: %s%s%s", what,
+                   key, ncclGetErrorString(r), last && *last ? ": " : "",
+                   last ? last : "");
 }
 
 /* Initializes every pending communicator in one non-blocking NCCL group and
@@ -382,10 +382,10 @@ static int init_all(hcg_ctx *ctx, const struct hcgrt_plan *plan,
     if (rc || busy < 0)
       break;
     if (now_s() > deadline) {
-      rc = hcgrt_fail(err, HCG_ETIMEOUT,
-                      "NCCL initialization did not complete in %d s (group "
-                      "'%s' still in progress): a member did not join",
-                      ctx->timeout_s, p[busy].comm->key);
+      rc = hcg__fail(err, HCG_ETIMEOUT,
+                     "NCCL initialization did not complete in %d s (group "
+                     "'%s' still in progress): a member did not join",
+                     ctx->timeout_s, p[busy].comm->key);
       break;
     }
     nap();
@@ -415,20 +415,8 @@ static int make_streams(struct pending *p, int n, hcg_error *err) {
   return HCG_OK;
 }
 
-static int check_set(const hcg_ctx *ctx, const hcg_groupset *set,
-                     const char *fn, hcg_error *err) {
-  if (!ctx || !set)
-    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to %s", fn);
-  if (set->layout != ctx->layout)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "%s: the group set was made for another layout (make "
-                      "it with hcg_groupset_create(hcg_ctx_layout(ctx)))",
-                      fn);
-  return HCG_OK;
-}
-
 int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
-  int rc = check_set(ctx, set, "hcg_comm_create", err);
+  int rc = hcgrt_check_set(ctx, set, "hcg_comm_create", err);
   if (rc)
     return rc;
   struct hcgrt_plan plan;
@@ -437,13 +425,13 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   struct pending *p = NULL;
   for (int i = 0; i < plan.n && !rc; i++)
     if (lookup(ctx, plan.items[i].key))
-      rc = hcgrt_fail(err, HCG_EEXIST,
-                      "a communicator for group '%s' already exists in this "
-                      "context (hcg_comm_destroy it first)",
-                      plan.items[i].key);
+      rc = hcg__fail(err, HCG_EEXIST,
+                     "a communicator for group '%s' already exists in this "
+                     "context (hcg_comm_destroy it first)",
+                     plan.items[i].key);
   /* Options and callbacks first: they need no device. */
   if (!rc && plan.n > 0 && !(p = calloc((size_t)plan.n, sizeof *p)))
-    rc = hcgrt_fail(err, HCG_ENOMEM, "out of memory for communicators");
+    rc = hcg__fail(err, HCG_ENOMEM, "out of memory for communicators");
   for (int i = 0; i < plan.n && !rc; i++)
     rc = prepare(set, &plan.items[i], &p[i], err);
   /* A rank in none of the groups needs no device, only the fence. */
@@ -467,7 +455,7 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
         ncclCommAbort(p[i].nccl);
         p[i].comm->nccl = NULL;
       }
-      rc = hcgrt_fail(err, HCG_ENOMEM, "out of memory for communicators");
+      rc = hcg__fail(err, HCG_ENOMEM, "out of memory for communicators");
     } else {
       ctx->stats.comms_created += plan.n;
       for (int i = 0; i < plan.n; i++)
@@ -513,10 +501,10 @@ static int destroy_list(hcg_ctx *ctx, struct hcg_comm **v, int n,
     if (busy < 0)
       break;
     if (now_s() > deadline) {
-      rc = hcgrt_fail(err, HCG_ETIMEOUT,
-                      "finalizing NCCL communicator '%s' did not complete in "
-                      "%d s (a member did not destroy it); aborted",
-                      v[busy]->key, ctx->timeout_s);
+      rc = hcg__fail(err, HCG_ETIMEOUT,
+                     "finalizing NCCL communicator '%s' did not complete in "
+                     "%d s (a member did not destroy it); aborted",
+                     v[busy]->key, ctx->timeout_s);
       break;
     }
     nap();
@@ -540,7 +528,7 @@ static int destroy_list(hcg_ctx *ctx, struct hcg_comm **v, int n,
 
 int hcg_comm_destroy(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   if (!ctx)
-    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to hcg_comm_destroy");
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_comm_destroy");
   if (!set) {
     struct hcgrt_comm_list all = ctx->comms;
     memset(&ctx->comms, 0, sizeof ctx->comms);
@@ -548,7 +536,7 @@ int hcg_comm_destroy(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
     free(all.v);
     return rc;
   }
-  int rc = check_set(ctx, set, "hcg_comm_destroy", err);
+  int rc = hcgrt_check_set(ctx, set, "hcg_comm_destroy", err);
   if (rc)
     return rc;
   struct hcgrt_plan plan;
@@ -557,7 +545,7 @@ int hcg_comm_destroy(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   struct hcg_comm **v = plan.n > 0 ? calloc((size_t)plan.n, sizeof *v) : NULL;
   if (plan.n && !v) {
     hcgrt_plan_free(&plan);
-    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for hcg_comm_destroy");
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for hcg_comm_destroy");
   }
   int n = 0;
   for (int i = 0; i < plan.n; i++) {

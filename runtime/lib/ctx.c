@@ -34,14 +34,14 @@ static int env_int(const struct envsrc *e, const char *name, long long lo,
                    long long hi, long long *out, hcg_error *err) {
   const char *v = env_get(e, name);
   if (!v)
-    return hcgrt_fail(err, HCG_EENV,
-                      "%s is not set: the task was not started by srun "
-                      "--hcg-layout (the hcg SPANK plugin exports it)",
-                      name);
+    return hcg__fail(err, HCG_EENV,
+                     "%s is not set: the task was not started by srun "
+                     "--hcg-layout (the hcg SPANK plugin exports it)",
+                     name);
   if (hcgrt_parse_int(v, lo, hi, out))
-    return hcgrt_fail(err, HCG_EENV,
-                      "%s='%.64s' is not an integer in [%lld, %lld]", name, v,
-                      lo, hi);
+    return hcg__fail(err, HCG_EENV,
+                     "%s='%.64s' is not an integer in [%lld, %lld]", name, v,
+                     lo, hi);
   return HCG_OK;
 }
 
@@ -62,11 +62,11 @@ static int check_var(void *arg, const char *name, const char *want) {
   const char *have = env_get(c->env, name);
   if (!have || !strcmp(have, want))
     return 0;
-  return hcgrt_fail(c->err, HCG_EMISMATCH,
-                    "%s='%.128s' but HCG_RANK=%d and HCG_LAYOUT give '%.128s': "
-                    "the HCG_* variables disagree (was HCG_RANK changed after "
-                    "launch?)",
-                    name, have, c->rank, want);
+  return hcg__fail(c->err, HCG_EMISMATCH,
+                   "%s='%.128s' but HCG_RANK=%d and HCG_LAYOUT give '%.128s': "
+                   "the HCG_* variables disagree (was HCG_RANK changed after "
+                   "launch?)",
+                   name, have, c->rank, want);
 }
 
 static int read_tag(const char *tag, char *out, hcg_error *err) {
@@ -75,17 +75,17 @@ static int read_tag(const char *tag, char *out, hcg_error *err) {
     return HCG_OK;
   size_t n = strlen(tag);
   if (n > HCG_MAX_TAG)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "hcg_ctx_config.tag is %zu bytes; the limit is %d", n,
-                      HCG_MAX_TAG);
+    return hcg__fail(err, HCG_EINVAL,
+                     "hcg_ctx_config.tag is %zu bytes; the limit is %d", n,
+                     HCG_MAX_TAG);
   for (size_t i = 0; i < n; i++) {
     char ch = tag[i];
     if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
           (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
-      return hcgrt_fail(err, HCG_EINVAL,
-                        "hcg_ctx_config.tag '%s' may only hold letters, "
-                        "digits, '_' and '-'",
-                        tag);
+      return hcg__fail(err, HCG_EINVAL,
+                       "hcg_ctx_config.tag '%s' may only hold letters, "
+                       "digits, '_' and '-'",
+                       tag);
   }
   memcpy(out, tag, n + 1);
   return HCG_OK;
@@ -94,9 +94,9 @@ static int read_tag(const char *tag, char *out, hcg_error *err) {
 static int read_timeout(const struct envsrc *env, int cfg_timeout, int *out,
                         hcg_error *err) {
   if (cfg_timeout < 0 || cfg_timeout > HCG_MAX_TIMEOUT_S)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "hcg_ctx_config.timeout_s must be in [0, %d], got %d",
-                      HCG_MAX_TIMEOUT_S, cfg_timeout);
+    return hcg__fail(err, HCG_EINVAL,
+                     "hcg_ctx_config.timeout_s must be in [0, %d], got %d",
+                     HCG_MAX_TIMEOUT_S, cfg_timeout);
   if (cfg_timeout > 0) {
     *out = cfg_timeout;
     return HCG_OK;
@@ -107,10 +107,10 @@ static int read_timeout(const struct envsrc *env, int cfg_timeout, int *out,
     return HCG_OK;
   long long t;
   if (hcgrt_parse_int(v, 1, HCG_MAX_TIMEOUT_S, &t))
-    return hcgrt_fail(err, HCG_EENV,
-                      "HCG_TIMEOUT='%.64s' is not a number of seconds in "
-                      "[1, %d]",
-                      v, HCG_MAX_TIMEOUT_S);
+    return hcg__fail(err, HCG_EENV,
+                     "HCG_TIMEOUT='%.64s' is not a number of seconds in "
+                     "[1, %d]",
+                     v, HCG_MAX_TIMEOUT_S);
   *out = (int)t;
   return HCG_OK;
 }
@@ -120,22 +120,22 @@ static int read_layout(const struct envsrc *env, hcg_ctx *ctx, hcg_error *err) {
   const char *version = env_get(env, "HCG_VERSION");
   const char *text = env_get(env, "HCG_LAYOUT");
   if (!version && !text)
-    return hcgrt_fail(err, HCG_EENV,
-                      "no HCG_* environment (HCG_VERSION and HCG_LAYOUT are "
-                      "not set): start the job with srun --hcg-layout=LAYOUT "
-                      "(the hcg SPANK plugin), or give the variables in "
-                      "hcg_ctx_config");
+    return hcg__fail(err, HCG_EENV,
+                     "no HCG_* environment (HCG_VERSION and HCG_LAYOUT are "
+                     "not set): start the job with srun --hcg-layout=LAYOUT "
+                     "(the hcg SPANK plugin), or give the variables in "
+                     "hcg_ctx_config");
   if (!version)
-    return hcgrt_fail(err, HCG_EENV,
-                      "HCG_VERSION is not set although HCG_LAYOUT is: the "
-                      "environment was not made by the hcg SPANK plugin");
+    return hcg__fail(err, HCG_EENV,
+                     "HCG_VERSION is not set although HCG_LAYOUT is: the "
+                     "environment was not made by the hcg SPANK plugin");
   long long ver;
   if (hcgrt_parse_int(version, 0, 1000000, &ver) || ver != HCG_ENV_VERSION)
-    return hcgrt_fail(err, HCG_EENV,
-                      "HCG_VERSION='%.32s' but this libhcg (%s) reads version "
-                      "%d of the environment: rebuild or upgrade so that the "
-                      "plugin and the library match",
-                      version, hcg_version(), HCG_ENV_VERSION);
+    return hcg__fail(err, HCG_EENV,
+                     "HCG_VERSION='%.32s' but this libhcg (%s) reads version "
+                     "%d of the environment: rebuild or upgrade so that the "
+                     "plugin and the library match",
+                     version, hcg_version(), HCG_ENV_VERSION);
 
   long long world, rank;
   int rc = env_int(env, "HCG_WORLD_SIZE", 1, HCG_MAX_WORLD, &world, err);
@@ -145,17 +145,16 @@ static int read_layout(const struct envsrc *env, hcg_ctx *ctx, hcg_error *err) {
   if (!rank_text)
     return env_int(env, "HCG_RANK", 0, world - 1, &rank, err);
   if (hcgrt_parse_int(rank_text, 0, HCG_MAX_WORLD, &rank))
-    return hcgrt_fail(err, HCG_EENV, "HCG_RANK='%.64s' is not an integer",
-                      rank_text);
+    return hcg__fail(err, HCG_EENV, "HCG_RANK='%.64s' is not an integer",
+                     rank_text);
   if (rank >= world)
-    return hcgrt_fail(
-        err, HCG_EENV,
-        "HCG_RANK=%lld is outside [0, %lld) (HCG_WORLD_SIZE=%lld)", rank, world,
-        world);
+    return hcg__fail(err, HCG_EENV,
+                     "HCG_RANK=%lld is outside [0, %lld) (HCG_WORLD_SIZE=%lld)",
+                     rank, world, world);
   if (!text)
-    return hcgrt_fail(err, HCG_EENV,
-                      "HCG_LAYOUT is not set: the task was not started by srun "
-                      "--hcg-layout (the hcg SPANK plugin exports it)");
+    return hcg__fail(err, HCG_EENV,
+                     "HCG_LAYOUT is not set: the task was not started by srun "
+                     "--hcg-layout (the hcg SPANK plugin exports it)");
 
   hcg_layout_config lc = HCG_LAYOUT_CONFIG_INIT;
   lc.world_size = (int)world;
@@ -184,14 +183,14 @@ static int check_pmix(hcg_ctx *ctx, int mode, hcg_error *err) {
     if (mode == HCG_PMIX_AUTO)
       return HCG_OK;
 #ifndef HCG_HAVE_PMIX
-    return hcgrt_fail(err, HCG_ENOTSUP,
-                      "PMIx is required but this libhcg was built without "
-                      "PMIx (configure --with-pmix)");
+    return hcg__fail(err, HCG_ENOTSUP,
+                     "PMIx is required but this libhcg was built without "
+                     "PMIx (configure --with-pmix)");
 #else
-    return hcgrt_fail(err, HCG_EPMIX,
-                      "PMIx is required but this process was not started by "
-                      "a PMIx server (PMIX_NAMESPACE is not set): run it with "
-                      "srun --mpi=pmix");
+    return hcg__fail(err, HCG_EPMIX,
+                     "PMIx is required but this process was not started by "
+                     "a PMIx server (PMIX_NAMESPACE is not set): run it with "
+                     "srun --mpi=pmix");
 #endif
   }
   int prank;
@@ -200,40 +199,40 @@ static int check_pmix(hcg_ctx *ctx, int mode, hcg_error *err) {
   if (rc)
     return rc;
   if (prank != ctx->rank)
-    return hcgrt_fail(err, HCG_EMISMATCH,
-                      "HCG_RANK=%d but PMIx says this process is rank %d: the "
-                      "HCG_* environment belongs to another task (was "
-                      "HCG_RANK changed?)",
-                      ctx->rank, prank);
+    return hcg__fail(err, HCG_EMISMATCH,
+                     "HCG_RANK=%d but PMIx says this process is rank %d: the "
+                     "HCG_* environment belongs to another task (was "
+                     "HCG_RANK changed?)",
+                     ctx->rank, prank);
   if (psize >= 0 && psize != ctx->world)
-    return hcgrt_fail(err, HCG_EMISMATCH,
-                      "HCG_WORLD_SIZE=%d but PMIx's job size (PMIX_JOB_SIZE) "
-                      "is %lld: the layout was made for another job or step",
-                      ctx->world, psize);
+    return hcg__fail(err, HCG_EMISMATCH,
+                     "HCG_WORLD_SIZE=%d but PMIx's job size (PMIX_JOB_SIZE) "
+                     "is %lld: the layout was made for another job or step",
+                     ctx->world, psize);
   return HCG_OK;
 }
 
 int hcg_ctx_init(const hcg_ctx_config *cfg, hcg_ctx **out, hcg_error *err) {
   static const hcg_ctx_config defaults = HCG_CTX_CONFIG_INIT;
   if (!out)
-    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to hcg_ctx_init");
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_ctx_init");
   *out = NULL;
   if (!cfg)
     cfg = &defaults;
   if (cfg->pmix < HCG_PMIX_AUTO || cfg->pmix > HCG_PMIX_OFF)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "hcg_ctx_config.pmix must be an enum hcg_pmix_use, "
-                      "got %d",
-                      cfg->pmix);
+    return hcg__fail(err, HCG_EINVAL,
+                     "hcg_ctx_config.pmix must be an enum hcg_pmix_use, "
+                     "got %d",
+                     cfg->pmix);
   if (cfg->device < -1)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "hcg_ctx_config.device must be -1 or a device number, "
-                      "got %d",
-                      cfg->device);
+    return hcg__fail(err, HCG_EINVAL,
+                     "hcg_ctx_config.device must be -1 or a device number, "
+                     "got %d",
+                     cfg->device);
 
   hcg_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx)
-    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for a context");
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for a context");
   ctx->device = -1;
   ctx->device_cfg = cfg->device;
   ctx->local_rank = -1;
@@ -299,17 +298,17 @@ int hcg_ctx_coords(const hcg_ctx *ctx, int grid, int view, int *coords,
 int hcg_ctx_group(const hcg_ctx *ctx, const char *spec, hcg_group *out,
                   hcg_error *err) {
   if (!ctx || !spec || !out)
-    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to hcg_ctx_group");
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_ctx_group");
   hcg_request req;
   int rc = hcg_request_parse(ctx->layout, spec, &req, err);
   if (rc)
     return rc;
   rc = hcg_group_of_rank(ctx->layout, &req, ctx->rank, out);
   if (rc == HCG_ENOTMEMBER)
-    return hcgrt_fail(err, rc, "rank %d is not in grid '%s' of spec '%s'",
-                      ctx->rank, hcg_grid_name(ctx->layout, req.grid), spec);
+    return hcg__fail(err, rc, "rank %d is not in grid '%s' of spec '%s'",
+                     ctx->rank, hcg_grid_name(ctx->layout, req.grid), spec);
   if (rc)
-    return hcgrt_fail(err, rc, "spec '%s': %s", spec, hcg_strerror(rc));
+    return hcg__fail(err, rc, "spec '%s': %s", spec, hcg_strerror(rc));
   return HCG_OK;
 }
 

@@ -63,7 +63,7 @@ int hcgrt_random_id(unsigned char *id, hcg_error *err) {
     if (r < 0) {
       if (errno == EINTR)
         continue;
-      return hcgrt_fail(err, HCG_EIO, "getrandom failed: %s", strerror(errno));
+      return hcg__fail(err, HCG_EIO, "getrandom failed: %s", strerror(errno));
     }
     got += (size_t)r;
   }
@@ -77,9 +77,9 @@ static int make_id(unsigned char *id, int flags, const char *key,
     ncclUniqueId u;
     ncclResult_t r = ncclGetUniqueId(&u);
     if (r != ncclSuccess)
-      return hcgrt_fail(err, HCG_ENCCL,
-                        "ncclGetUniqueId for group '%s' failed: %s (%s)", key,
-                        ncclGetErrorString(r), ncclGetLastError(NULL));
+      return hcg__fail(err, HCG_ENCCL,
+                       "ncclGetUniqueId for group '%s' failed: %s (%s)", key,
+                       ncclGetErrorString(r), ncclGetLastError(NULL));
     _Static_assert(sizeof u.internal == HCG_ID_BYTES, "ncclUniqueId size");
     memcpy(id, u.internal, HCG_ID_BYTES);
     return HCG_OK;
@@ -94,20 +94,20 @@ static int make_id(unsigned char *id, int flags, const char *key,
 static int usable(hcg_ctx *ctx, hcg_error *err) {
 #ifndef HCG_HAVE_PMIX
   (void)ctx;
-  return hcgrt_fail(err, HCG_ENOTSUP,
-                    "this libhcg was built without PMIx (configure "
-                    "--with-pmix): ids cannot be exchanged");
+  return hcg__fail(err, HCG_ENOTSUP,
+                   "this libhcg was built without PMIx (configure "
+                   "--with-pmix): ids cannot be exchanged");
 #else
   if (ctx->broken)
-    return hcgrt_fail(err, HCG_EPMIX,
-                      "an earlier fence of this context failed; its fences "
-                      "no longer pair with the other processes' (end the "
-                      "job)");
+    return hcg__fail(err, HCG_EPMIX,
+                     "an earlier fence of this context failed; its fences "
+                     "no longer pair with the other processes' (end the "
+                     "job)");
   if (!ctx->pmix)
-    return hcgrt_fail(err, HCG_EPMIX,
-                      "this process has no PMIx server (PMIX_NAMESPACE is "
-                      "not set, or the context was made with "
-                      "HCG_PMIX_OFF): run it with srun --mpi=pmix");
+    return hcg__fail(err, HCG_EPMIX,
+                     "this process has no PMIx server (PMIX_NAMESPACE is "
+                     "not set, or the context was made with "
+                     "HCG_PMIX_OFF): run it with srun --mpi=pmix");
   return HCG_OK;
 #endif
 }
@@ -122,15 +122,15 @@ static int publish(hcg_ctx *ctx, struct hcgrt_item *it, long long epoch,
   char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
   rc = hcg_exchange_pmix_key(ctx->tag, epoch, it->key, pkey, sizeof pkey);
   if (rc)
-    return hcgrt_fail(err, rc, "cannot derive a PMIx key for group '%s'",
-                      it->key);
+    return hcg__fail(err, rc, "cannot derive a PMIx key for group '%s'",
+                     it->key);
   if (hcgrt_pmix_have_own(ctx->pmix, pkey))
-    return hcgrt_fail(err, HCG_EEXIST,
-                      "PMIx key '%s' of group '%s' was already published by "
-                      "this process: another context exchanges the same "
-                      "groups; give each context its own "
-                      "hcg_ctx_config.tag",
-                      pkey, it->key);
+    return hcg__fail(err, HCG_EEXIST,
+                     "PMIx key '%s' of group '%s' was already published by "
+                     "this process: another context exchanges the same "
+                     "groups; give each context its own "
+                     "hcg_ctx_config.tag",
+                     pkey, it->key);
   rc = hcgrt_pmix_put(ctx->pmix, pkey, it->id, HCG_ID_BYTES, err);
   if (!rc)
     ctx->stats.puts++;
@@ -153,7 +153,7 @@ static int fetch(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
   char(*keys)[HCGRT_PMIX_MAX_KEYLEN + 1] = calloc((size_t)n, sizeof *keys);
   int rc = HCG_OK;
   if (!gets || !keys) {
-    rc = hcgrt_fail(err, HCG_ENOMEM, "out of memory for an exchange");
+    rc = hcg__fail(err, HCG_ENOMEM, "out of memory for an exchange");
     goto out;
   }
   int k = 0;
@@ -222,30 +222,18 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
   return fetch(ctx, items, 0, plan->n, epoch, err);
 }
 
-static int check_set(const hcg_ctx *ctx, const hcg_groupset *set,
-                     const char *fn, hcg_error *err) {
-  if (!ctx || !set)
-    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to %s", fn);
-  if (set->layout != ctx->layout)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "%s: the group set was made for another layout (make "
-                      "it with hcg_groupset_create(hcg_ctx_layout(ctx)))",
-                      fn);
-  return HCG_OK;
-}
-
 int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
                      hcg_exchange **out, hcg_error *err) {
   if (out)
     *out = NULL;
   if (!out)
-    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to hcg_exchange_ids");
-  int rc = check_set(ctx, set, "hcg_exchange_ids", err);
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_exchange_ids");
+  int rc = hcgrt_check_set(ctx, set, "hcg_exchange_ids", err);
   if (rc)
     return rc;
   if (flags & ~(HCG_EXCHANGE_NAIVE | HCG_EXCHANGE_RANDOM_IDS))
-    return hcgrt_fail(err, HCG_EINVAL, "hcg_exchange_ids: unknown flags 0x%x",
-                      (unsigned)flags);
+    return hcg__fail(err, HCG_EINVAL, "hcg_exchange_ids: unknown flags 0x%x",
+                     (unsigned)flags);
   if ((rc = usable(ctx, err)))
     return rc;
   struct hcgrt_plan plan;
@@ -255,7 +243,7 @@ int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
   struct hcg_exchange *x = calloc(1, sizeof *x);
   if (!x) {
     hcgrt_plan_free(&plan);
-    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for an exchange");
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for an exchange");
   }
   rc = hcgrt_exchange_plan(ctx, &plan, flags, err);
   if (rc) {

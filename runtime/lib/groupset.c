@@ -13,11 +13,11 @@ int hcg_groupset_create(const hcg_layout *layout, hcg_groupset **out,
   if (out)
     *out = NULL;
   if (!layout || !out)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "invalid argument to hcg_groupset_create");
+    return hcg__fail(err, HCG_EINVAL,
+                     "invalid argument to hcg_groupset_create");
   hcg_groupset *set = calloc(1, sizeof *set);
   if (!set)
-    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for a group set");
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for a group set");
   set->layout = layout;
   *out = set;
   return HCG_OK;
@@ -45,25 +45,25 @@ int hcgrt_options_equal(const hcg_comm_options *a, const hcg_comm_options *b) {
 
 int hcgrt_check_options(const hcg_comm_options *o, hcg_error *err) {
   if (o->high_priority != 0 && o->high_priority != 1)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "hcg_comm_options.high_priority must be 0 or 1, got %d",
-                      o->high_priority);
+    return hcg__fail(err, HCG_EINVAL,
+                     "hcg_comm_options.high_priority must be 0 or 1, got %d",
+                     o->high_priority);
   if (o->min_ctas < 0 || o->max_ctas < 0 || o->cga_cluster_size < 0)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "hcg_comm_options: min_ctas, max_ctas and "
-                      "cga_cluster_size must be >= 0 (0: NCCL's default)");
+    return hcg__fail(err, HCG_EINVAL,
+                     "hcg_comm_options: min_ctas, max_ctas and "
+                     "cga_cluster_size must be >= 0 (0: NCCL's default)");
   if (o->min_ctas && o->max_ctas && o->min_ctas > o->max_ctas)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "hcg_comm_options: min_ctas %d > max_ctas %d",
-                      o->min_ctas, o->max_ctas);
+    return hcg__fail(err, HCG_EINVAL,
+                     "hcg_comm_options: min_ctas %d > max_ctas %d", o->min_ctas,
+                     o->max_ctas);
   if (o->split_share < -1 || o->split_share > 1 || o->collnet_enable < -1 ||
       o->collnet_enable > 1 || o->traffic_class < -1)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "hcg_comm_options: split_share and collnet_enable must "
-                      "be -1, 0 or 1, traffic_class -1 or >= 0");
+    return hcg__fail(err, HCG_EINVAL,
+                     "hcg_comm_options: split_share and collnet_enable must "
+                     "be -1, 0 or 1, traffic_class -1 or >= 0");
   if (o->net_name && strlen(o->net_name) > 255)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "hcg_comm_options.net_name is longer than 255 bytes");
+    return hcg__fail(err, HCG_EINVAL,
+                     "hcg_comm_options.net_name is longer than 255 bytes");
   return HCG_OK;
 }
 
@@ -77,12 +77,12 @@ static int add_entry(hcg_groupset *set, struct hcgrt_entry e,
     return rc;
   if (set->n == set->cap) {
     if (set->cap > (1 << 20))
-      return hcgrt_fail(err, HCG_ELIMIT, "a group set holds at most %d entries",
-                        1 << 20);
+      return hcg__fail(err, HCG_ELIMIT, "a group set holds at most %d entries",
+                       1 << 20);
     int cap = set->cap ? 2 * set->cap : 8;
     struct hcgrt_entry *v = realloc(set->entries, (size_t)cap * sizeof *v);
     if (!v)
-      return hcgrt_fail(err, HCG_ENOMEM, "out of memory for a group set");
+      return hcg__fail(err, HCG_ENOMEM, "out of memory for a group set");
     set->entries = v;
     set->cap = cap;
   }
@@ -91,7 +91,7 @@ static int add_entry(hcg_groupset *set, struct hcgrt_entry e,
   if (opts->net_name) {
     e.net_name = strdup(opts->net_name);
     if (!e.net_name)
-      return hcgrt_fail(err, HCG_ENOMEM, "out of memory for a group set");
+      return hcg__fail(err, HCG_ENOMEM, "out of memory for a group set");
   }
   e.opts.net_name = e.net_name;
   set->entries[set->n++] = e;
@@ -101,7 +101,7 @@ static int add_entry(hcg_groupset *set, struct hcgrt_entry e,
 int hcg_groupset_add(hcg_groupset *set, const char *spec,
                      const hcg_comm_options *opts, hcg_error *err) {
   if (!set || !spec)
-    return hcgrt_fail(err, HCG_EINVAL, "invalid argument to hcg_groupset_add");
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_groupset_add");
   struct hcgrt_entry e = {HCGRT_REQUEST, {0, 0, 0}, -1, -1, {0}, NULL};
   int rc = hcg_request_parse(set->layout, spec, &e.req, err);
   return rc ? rc : add_entry(set, e, opts, err);
@@ -110,17 +110,17 @@ int hcg_groupset_add(hcg_groupset *set, const char *spec,
 int hcg_groupset_add_request(hcg_groupset *set, const hcg_request *req,
                              const hcg_comm_options *opts, hcg_error *err) {
   if (!set || !req)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "invalid argument to hcg_groupset_add_request");
+    return hcg__fail(err, HCG_EINVAL,
+                     "invalid argument to hcg_groupset_add_request");
   const hcg_layout *L = set->layout;
   int nd = hcg_view_num_dims(L, req->grid, req->view);
   if (req->grid < 0 || req->grid >= hcg_layout_num_grids(L) || req->view < 0 ||
       req->view >= hcg_grid_num_views(L, req->grid) || nd <= 0 ||
       (nd < 32 && (req->dims >> nd) != 0))
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "request {grid %d, view %d, dims 0x%x} does not name "
-                      "dims of this layout",
-                      req->grid, req->view, (unsigned)req->dims);
+    return hcg__fail(err, HCG_EINVAL,
+                     "request {grid %d, view %d, dims 0x%x} does not name "
+                     "dims of this layout",
+                     req->grid, req->view, (unsigned)req->dims);
   /* Re-make it by name so that a hand-built request is resolved too. */
   const char *names[HCG_MAX_DIMS];
   int n = 0;
@@ -135,10 +135,10 @@ int hcg_groupset_add_request(hcg_groupset *set, const hcg_request *req,
 int hcg_groupset_add_collection(hcg_groupset *set, int grid,
                                 const hcg_comm_options *opts, hcg_error *err) {
   if (!set)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "invalid argument to hcg_groupset_add_collection");
+    return hcg__fail(err, HCG_EINVAL,
+                     "invalid argument to hcg_groupset_add_collection");
   if (grid < 0 || grid >= hcg_layout_num_grids(set->layout))
-    return hcgrt_fail(err, HCG_ENOTFOUND, "no grid with index %d", grid);
+    return hcg__fail(err, HCG_ENOTFOUND, "no grid with index %d", grid);
   struct hcgrt_entry e = {HCGRT_COLLECTION, {0, 0, 0}, grid, -1, {0}, NULL};
   return add_entry(set, e, opts, err);
 }
@@ -146,12 +146,12 @@ int hcg_groupset_add_collection(hcg_groupset *set, int grid,
 int hcg_groupset_add_embedding(hcg_groupset *set, int kind,
                                const hcg_comm_options *opts, hcg_error *err) {
   if (!set)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "invalid argument to hcg_groupset_add_embedding");
+    return hcg__fail(err, HCG_EINVAL,
+                     "invalid argument to hcg_groupset_add_embedding");
   if (kind != HCG_EMBD && kind != HCG_POS_EMBD)
-    return hcgrt_fail(err, HCG_EINVAL,
-                      "embedding kind must be HCG_EMBD or HCG_POS_EMBD, got %d",
-                      kind);
+    return hcg__fail(err, HCG_EINVAL,
+                     "embedding kind must be HCG_EMBD or HCG_POS_EMBD, got %d",
+                     kind);
   struct hcgrt_entry e = {HCGRT_EMBEDDING, {0, 0, 0}, -1, kind, {0}, NULL};
   return add_entry(set, e, opts, err);
 }
@@ -217,10 +217,10 @@ static struct hcgrt_item *plan_slot(struct hcgrt_plan *plan, const char *key,
   *rc = HCG_OK;
   if (it) {
     if (!hcgrt_options_equal(&it->entry->opts, &e->opts)) {
-      *rc = hcgrt_fail(err, HCG_EINVAL,
-                       "group '%s' is named twice in the set with different "
-                       "communicator options",
-                       key);
+      *rc = hcg__fail(err, HCG_EINVAL,
+                      "group '%s' is named twice in the set with different "
+                      "communicator options",
+                      key);
       return NULL;
     }
     return it;
@@ -229,7 +229,7 @@ static struct hcgrt_item *plan_slot(struct hcgrt_plan *plan, const char *key,
     int cap = plan->cap ? 2 * plan->cap : 16;
     struct hcgrt_item *v = realloc(plan->items, (size_t)cap * sizeof *v);
     if (!v) {
-      *rc = hcgrt_fail(err, HCG_ENOMEM, "out of memory for a group plan");
+      *rc = hcg__fail(err, HCG_ENOMEM, "out of memory for a group plan");
       return NULL;
     }
     plan->items = v;
@@ -251,7 +251,7 @@ static int plan_request(struct hcgrt_plan *plan, const hcg_layout *L,
   char key[HCG_KEY_MAX];
   int rc = hcg_request_key(L, req, key, sizeof key);
   if (rc)
-    return hcgrt_fail(err, rc, "cannot key a request of grid %d", req->grid);
+    return hcg__fail(err, rc, "cannot key a request of grid %d", req->grid);
   hcg_group g;
   int member = hcg_group_of_rank(L, req, rank, &g) == HCG_OK;
   if (!member && !all_keys && !find_item(plan, key))
@@ -275,7 +275,7 @@ static int plan_embedding(struct hcgrt_plan *plan, const hcg_layout *L,
   char key[HCG_KEY_MAX];
   int rc = hcgrt_embedding_key(L, kind, key, sizeof key);
   if (rc)
-    return hcgrt_fail(err, rc, "cannot key an embedding group");
+    return hcg__fail(err, rc, "cannot key an embedding group");
   int emb[2], n = 0;
   int member = hcg_embedding_group_of_rank(L, kind, rank, emb, &n) == HCG_OK;
   if (!member && !all_keys && !find_item(plan, key))
@@ -330,4 +330,16 @@ int hcgrt_plan_build(const hcg_groupset *set, int rank, int all_keys,
   if (rc)
     hcgrt_plan_free(plan);
   return rc;
+}
+
+int hcgrt_check_set(const hcg_ctx *ctx, const hcg_groupset *set, const char *fn,
+                    hcg_error *err) {
+  if (!ctx || !set)
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to %s", fn);
+  if (set->layout != ctx->layout)
+    return hcg__fail(err, HCG_EINVAL,
+                     "%s: the group set was made for another layout (make "
+                     "it with hcg_groupset_create(hcg_ctx_layout(ctx)))",
+                     fn);
+  return HCG_OK;
 }

@@ -24,9 +24,9 @@ int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
   (void)rank;
   (void)job_size;
   *out = NULL;
-  return hcgrt_fail(err, HCG_ENOTSUP,
-                    "this libhcg was built without PMIx (configure "
-                    "--with-pmix)");
+  return hcg__fail(err, HCG_ENOTSUP,
+                   "this libhcg was built without PMIx (configure "
+                   "--with-pmix)");
 }
 void hcgrt_pmix_close(struct hcgrt_pmix *px) { (void)px; }
 int hcgrt_pmix_local_rank(struct hcgrt_pmix *px) {
@@ -44,16 +44,16 @@ int hcgrt_pmix_put(struct hcgrt_pmix *px, const char *key,
   (void)key;
   (void)data;
   (void)len;
-  return hcgrt_fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
+  return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
 }
 int hcgrt_pmix_commit(struct hcgrt_pmix *px, hcg_error *err) {
   (void)px;
-  return hcgrt_fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
+  return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
 }
 int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, hcg_error *err) {
   (void)px;
   (void)timeout_s;
-  return hcgrt_fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
+  return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
 }
 int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
                        size_t len, int timeout_s, hcg_error *err) {
@@ -62,7 +62,7 @@ int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
   (void)n;
   (void)len;
   (void)timeout_s;
-  return hcgrt_fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
+  return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
 }
 
 #else /* HCG_HAVE_PMIX */
@@ -87,10 +87,10 @@ int hcgrt_pmix_present(void) { return getenv("PMIX_NAMESPACE") != NULL; }
 
 static int pmix_error(hcg_error *err, pmix_status_t st, const char *what) {
   if (st == PMIX_ERR_TIMEOUT)
-    return hcgrt_fail(err, HCG_ETIMEOUT, "%s timed out (PMIx: %s)", what,
-                      PMIx_Error_string(st));
-  return hcgrt_fail(err, HCG_EPMIX, "%s failed: %s (PMIx status %d)", what,
-                    PMIx_Error_string(st), (int)st);
+    return hcg__fail(err, HCG_ETIMEOUT, "%s timed out (PMIx: %s)", what,
+                     PMIx_Error_string(st));
+  return hcg__fail(err, HCG_EPMIX, "%s failed: %s (PMIx status %d)", what,
+                   PMIx_Error_string(st), (int)st);
 }
 
 static void load_int_info(pmix_info_t *info, const char *key, int v) {
@@ -135,7 +135,7 @@ int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
   *out = NULL;
   struct hcgrt_pmix *px = calloc(1, sizeof *px);
   if (!px)
-    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for PMIx state");
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for PMIx state");
   pmix_status_t st = PMIx_Init(&px->me, NULL, 0);
   if (st != PMIX_SUCCESS) {
     /* A first PMIx_Init without a server still leaves PMIx initialized
@@ -143,11 +143,11 @@ int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
     if (PMIx_Initialized())
       PMIx_Finalize(NULL, 0);
     free(px);
-    return hcgrt_fail(err, HCG_EPMIX,
-                      "PMIx_Init failed: %s (PMIx status %d): the PMIx server "
-                      "of this step cannot be reached (was it started with "
-                      "srun --mpi=pmix?)",
-                      PMIx_Error_string(st), (int)st);
+    return hcg__fail(err, HCG_EPMIX,
+                     "PMIx_Init failed: %s (PMIx status %d): the PMIx server "
+                     "of this step cannot be reached (was it started with "
+                     "srun --mpi=pmix?)",
+                     PMIx_Error_string(st), (int)st);
   }
   *rank = (int)px->me.rank;
   *job_size = -1;
@@ -161,8 +161,8 @@ int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
     PMIx_Finalize(NULL, 0);
     free(px);
     if (st == PMIX_SUCCESS)
-      return hcgrt_fail(err, HCG_EPMIX,
-                        "PMIx gave PMIX_JOB_SIZE with an unexpected type");
+      return hcg__fail(err, HCG_EPMIX,
+                       "PMIx gave PMIX_JOB_SIZE with an unexpected type");
     return pmix_error(err, st, "PMIx_Get(PMIX_JOB_SIZE)");
   }
   PMIX_VALUE_RELEASE(v);
@@ -306,7 +306,7 @@ int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, hcg_error *err) {
   (void)px;
   struct waitblock *wb = waitblock_new();
   if (!wb)
-    return hcgrt_fail(err, HCG_ENOMEM, "out of memory for a PMIx fence");
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for a PMIx fence");
   load_bool_info(&wb->info[0], PMIX_COLLECT_DATA, 0);
   load_int_info(&wb->info[1], PMIX_TIMEOUT, timeout_s);
   wb->ninfo = 2;
@@ -322,25 +322,25 @@ int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, hcg_error *err) {
     return pmix_error(err, st, "PMIx_Fence");
   }
   if (waitblock_wait(wb, timeout_s))
-    return hcgrt_fail(err, HCG_ETIMEOUT,
-                      "the PMIx fence of the group exchange did not complete "
-                      "in %d s: a process of the job did not reach it "
-                      "(exited, crashed, or is stuck)",
-                      timeout_s);
+    return hcg__fail(err, HCG_ETIMEOUT,
+                     "the PMIx fence of the group exchange did not complete "
+                     "in %d s: a process of the job did not reach it "
+                     "(exited, crashed, or is stuck)",
+                     timeout_s);
   st = wb->status;
   waitblock_free(wb);
   if (st == PMIX_ERR_TIMEOUT)
-    return hcgrt_fail(err, HCG_ETIMEOUT,
-                      "the PMIx fence of the group exchange timed out after "
-                      "%d s: a process of the job did not reach it (exited, "
-                      "crashed, or is stuck)",
-                      timeout_s);
+    return hcg__fail(err, HCG_ETIMEOUT,
+                     "the PMIx fence of the group exchange timed out after "
+                     "%d s: a process of the job did not reach it (exited, "
+                     "crashed, or is stuck)",
+                     timeout_s);
   if (st == PMIX_ERR_PARTIAL_SUCCESS)
-    return hcgrt_fail(err, HCG_EPMIX,
-                      "the PMIx fence of the group exchange failed: a process "
-                      "of the job left before reaching it (it finalized PMIx "
-                      "or ended) (PMIx: %s)",
-                      PMIx_Error_string(st));
+    return hcg__fail(err, HCG_EPMIX,
+                     "the PMIx fence of the group exchange failed: a process "
+                     "of the job left before reaching it (it finalized PMIx "
+                     "or ended) (PMIx: %s)",
+                     PMIx_Error_string(st));
   if (st != PMIX_SUCCESS)
     return pmix_error(err, st, "the PMIx fence of the group exchange");
   return HCG_OK;
@@ -378,20 +378,20 @@ int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
     if (ok)
       continue;
     if (st == PMIX_SUCCESS)
-      return hcgrt_fail(err, HCG_EPMIX,
-                        "the id of group '%s' from rank %d is not %zu bytes",
-                        g->group, g->rank, len);
+      return hcg__fail(err, HCG_EPMIX,
+                       "the id of group '%s' from rank %d is not %zu bytes",
+                       g->group, g->rank, len);
     if (st == PMIX_ERR_TIMEOUT)
-      return hcgrt_fail(err, HCG_ETIMEOUT,
-                        "the id of group '%s' from its leader, rank %d, did "
-                        "not arrive in %d s",
-                        g->group, g->rank, timeout_s);
+      return hcg__fail(err, HCG_ETIMEOUT,
+                       "the id of group '%s' from its leader, rank %d, did "
+                       "not arrive in %d s",
+                       g->group, g->rank, timeout_s);
     if (st == PMIX_ERR_NOT_FOUND)
-      return hcgrt_fail(err, HCG_EPMIX,
-                        "rank %d, leader of group '%s', published no id for "
-                        "it (key '%s'): did every process pass the same "
-                        "groups and layout?",
-                        g->rank, g->group, g->key);
+      return hcg__fail(err, HCG_EPMIX,
+                       "rank %d, leader of group '%s', published no id for "
+                       "it (key '%s'): did every process pass the same "
+                       "groups and layout?",
+                       g->rank, g->group, g->key);
     char what[HCG_KEY_MAX + 64];
     snprintf(what, sizeof what, "PMIx_Get of the id of group '%s' from rank %d",
              g->group, g->rank);

@@ -11,13 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/internal.h" /* hcg__fail: the core's error filler */
 #include "hcg.h"
 
 /* ---- errors ------------------------------------------------------------ */
 
-/* Fills err (when not NULL) with code and a message; returns code. */
-int hcgrt_fail(hcg_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* Prefixes err->message with a formatted context ("HCG_LAYOUT: "). */
 void hcgrt_prefix(hcg_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -124,6 +122,10 @@ struct hcgrt_plan {
 int hcgrt_plan_build(const hcg_groupset *set, int rank, int all_keys,
                      struct hcgrt_plan *plan, hcg_error *err);
 void hcgrt_plan_free(struct hcgrt_plan *plan);
+/* The checks every call taking a context and a set makes first: both given,
+ * and the set made for the context's layout. fn names the caller. */
+int hcgrt_check_set(const hcg_ctx *ctx, const hcg_groupset *set, const char *fn,
+                    hcg_error *err);
 /* Key of an embedding kind: "GRID#embd" / "GRID#pos_embd". */
 int hcgrt_embedding_key(const hcg_layout *L, int kind, char *buf, size_t cap);
 /* Members of an item into out (cap >= group size). */

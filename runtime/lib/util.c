@@ -7,19 +7,6 @@
 
 #include "rt.h"
 
-int hcgrt_fail(hcg_error *err, int code, const char *fmt, ...) {
-  if (!err)
-    return code;
-  err->code = code;
-  err->line = 0;
-  err->column = 0;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
-  va_end(ap);
-  return code;
-}
-
 void hcgrt_prefix(hcg_error *err, const char *fmt, ...) {
   if (!err)
     return;
