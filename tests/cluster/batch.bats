@@ -119,7 +119,7 @@ SCRIPT
   grep -q 'rc=1' "$OUT/job.out"
   grep -q 'hcg: layout: column 9' "$OUT/job.out"
   grep -q 'step of 1 task; no task will run' "$OUT/job.out"
-  ! ls "$MARKER"*
+  if ls "$MARKER"*; then false; fi
 }
 
 @test "sbatch refuses a layout with a syntax error: no job is submitted" {
@@ -129,7 +129,7 @@ SCRIPT
   [ "$status" -ne 0 ]
   grep -q "sbatch: error: hcg: layout: column 9: size of 'dp' must be a positive integer" <<<"$output"
   grep -qE '^ {10}\^$' <<<"$output"
-  ! grep -q 'Submitted batch job' <<<"$output"
+  if grep -q 'Submitted batch job' <<<"$output"; then false; fi
   [ ! -e "$MARKER" ] && [ ! -e "$OUT/job.out" ]
 }
 
@@ -142,7 +142,7 @@ SCRIPT
     "$BATS_TEST_TMPDIR/job.sh" "$MARKER"
   [ "$status" -ne 0 ]
   grep -q 'is 102400 bytes; the limit is 16384 bytes' <<<"$output"
-  ! grep -q 'Submitted batch job' <<<"$output"
+  if grep -q 'Submitted batch job' <<<"$output"; then false; fi
 }
 
 @test "salloc --hcg-layout: srun inside the allocation inherits it" {
@@ -156,6 +156,6 @@ SCRIPT
   run timeout 60 salloc -n 2 --hcg-layout='tp=2,dp=' touch "$MARKER"
   [ "$status" -ne 0 ]
   grep -q 'salloc: error: hcg: layout: column 9' <<<"$output"
-  ! grep -q 'Granted job allocation' <<<"$output"
+  if grep -q 'Granted job allocation' <<<"$output"; then false; fi
   [ ! -e "$MARKER" ]
 }

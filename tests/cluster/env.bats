@@ -81,11 +81,11 @@ load helpers
 @test "the hand-over variable never reaches a task" {
   run_tasks 4 'tp=2,dp=*'
   [ "$status" -eq 0 ]
-  ! grep -h '^SLURM_HCG_' "$OUT"/task.*
+  if grep -h '^SLURM_HCG_' "$OUT"/task.*; then false; fi
   # Not even with --export=NONE, which keeps srun's SLURM_* variables.
   run_tasks 4 'tp=2,dp=*' --export=NONE
   [ "$status" -eq 0 ]
-  ! grep -h '^SLURM_HCG_' "$OUT"/task.*
+  if grep -h '^SLURM_HCG_' "$OUT"/task.*; then false; fi
   grep -qx 'HCG_RANK=3' "$OUT/task.3"
 }
 

@@ -192,5 +192,5 @@ SCRIPT
   grep -qx 'bad=1' "$OUT/job.out"
   grep -qx 'good=0' "$OUT/job.out"
   [ "$(grep -cx '[01]' "$OUT/job.out")" -eq 2 ]
-  ! ls "$MARKER"*
+  if ls "$MARKER"*; then false; fi
 }

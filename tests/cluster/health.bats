@@ -11,8 +11,8 @@ load helpers
   run scontrol show node "$CLUSTER_NODE"
   [ "$status" -eq 0 ]
   grep -q 'State=IDLE ' <<<"$output"
-  ! grep -qiE 'DRAIN|DOWN|FAIL' <<<"$(grep -E 'State=' <<<"$output")"
-  ! grep -q 'Reason=' <<<"$output"
+  if grep -qiE 'DRAIN|DOWN|FAIL' <<<"$(grep -E 'State=' <<<"$output")"; then false; fi
+  if grep -q 'Reason=' <<<"$output"; then false; fi
 }
 
 @test "the daemons are still running" {
@@ -23,9 +23,9 @@ load helpers
 
 @test "no crash in the logs" {
   logs=("$CLUSTER_LOGS"/slurmd.log "$CLUSTER_LOGS"/slurmctld.log)
-  ! grep -iE 'segfault|segmentation|core dumped|SIGSEGV|SIGABRT|SIGBUS|signal 11|stack smashing|double free|malloc\(\)' "${logs[@]}"
-  ! grep -iE 'drain' "${logs[@]}"
-  ! find "$CLUSTER_DIR" -name 'core*' -type f | grep -q .
+  if grep -iE 'segfault|segmentation|core dumped|SIGSEGV|SIGABRT|SIGBUS|signal 11|stack smashing|double free|malloc\(\)' "${logs[@]}"; then false; fi
+  if grep -iE 'drain' "${logs[@]}"; then false; fi
+  if find "$CLUSTER_DIR" -name 'core*' -type f | grep -q .; then false; fi
 }
 
 @test "no SPANK failure except refused tasks" {
@@ -48,6 +48,7 @@ $t error: Failed to invoke spank plugin stack
 $t error: spank: required plugin spank_hcg.so: task_init() failed with rc=-1
 $t error: spank: required plugin spank_hcg.so: task_in$t erit() failed with rc=-1
 $t$t e error: spank: required plugin spank_hcg.so: task_init() failed with rc=-1
+$t$t error: spank: required plugin spank_hcg.so: task_ini error: spank: required plugin spank_hcg.so: task_init() failed with rc=-1
 $t error: spank: required plugin spank_hcg.so: task_init() failed with r[2026-11-22T00:c=-1
 32:15.352] [7.0] error: spank: required plugin spank_hcg.so: task_init() failed with rc=-1
 27:04.7] [9.0] error: spank: required plugin spank_hcg.so: user_init() failed with rc=-1

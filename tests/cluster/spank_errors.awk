@@ -52,7 +52,7 @@ function failure_signature(s) {
   mangled = line !~ /^\[[0-9-]+T[0-9:.]+\] /
   gsub(/\[[0-9-]+T[0-9:.]+\] ?/, "", line)
   gsub(/\[[0-9]+(\.[0-9a-z]+)?\] ?/, "", line)
-  sub(/spank: (required plugin )?[^ ]*spank_hcg\.so:/, "spank: spank_hcg.so:", line)
+  gsub(/spank: (required plugin )?[^ ]*spank_hcg\.so:/, "spank: spank_hcg.so:", line)
   if (line ~ /[][]/)
     mangled = 1
   ok = mangled && !failure_signature(line)

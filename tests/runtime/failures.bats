@@ -33,7 +33,7 @@ wrap() {
     show
     false
   }
-  ! task_out | grep -q '^group '
+  if task_out | grep -q '^group '; then false; fi
   # Within the timeout plus a few seconds (srun's own start and end
   # included).
   [ "$took" -le 14 ]
@@ -50,7 +50,7 @@ wrap() {
   echo "took ${took}s; $(task_err | grep -c HCG_EPMIX) tasks reported HCG_EPMIX" >&3
   [ "$status" -ne 0 ] || { show; false; }
   [ "$took" -lt 20 ]
-  ! task_err | grep -q HCG_ETIMEOUT
+  if task_err | grep -q HCG_ETIMEOUT; then false; fi
   task_err | grep -q 'HCG_EPMIX: the PMIx fence of the group exchange failed: a process of the job left' ||
     task_err | grep -q 'CANCELLED' || { show; false; }
 }

@@ -50,7 +50,7 @@ gpu_count() {
   # Every group line has its communicator, and every all-reduce summed
   # the members' rank+1.
   [ "$(task_out | grep -c '^comm .* allreduce=ok')" -eq "$(task_out | grep -c '^group ')" ]
-  ! task_out | grep -q 'allreduce=FAILED'
+  if task_out | grep -q 'allreduce=FAILED'; then false; fi
   # The exchange printed, then hcg_comm_create's: two fences in all.
   [ "$(fence_counts)" = 2 ]
 }
