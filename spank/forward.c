@@ -2,6 +2,7 @@
  * forward.c - the srun -> slurmstepd layout hand-over and the per-task
  * computation (see forward.h for why the plugin needs its own variable).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,17 @@ int hcg_forward_refused(const char *value, size_t value_len, uint32_t job,
   hcg_error err = HCG_ERROR_INIT;
   return hcg_forward_decode(value, value_len, job, step, lang, &text, &len,
                             &err) == HCG_ELAYOUT;
+}
+
+int hcg_step_heterogeneous(const char *ntasks, uint32_t world) {
+  if (!ntasks || !*ntasks || ntasks[0] == '-')
+    return 0;
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(ntasks, &end, 10);
+  if (errno || *end)
+    return 0;
+  return n != world;
 }
 
 int hcg_task_common_var(const char *name) {

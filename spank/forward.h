@@ -88,4 +88,12 @@ int hcg_task_env(const char *forwarded, size_t len, const struct hcg_task *t,
  * per-dim ones that export_dims=no leaves out. */
 int hcg_task_common_var(const char *name);
 
+/* 1 when a step is heterogeneous: srun puts the task count of the whole
+ * step in SLURM_NTASKS (ntasks, NULL when unset), which for a
+ * heterogeneous step is the sum over its components and so differs from
+ * this component's S_JOB_TOTAL_TASK_COUNT (world). A missing or malformed
+ * value says nothing: 0. Shared by srun and slurmstepd, which read the
+ * variable from different places. */
+int hcg_step_heterogeneous(const char *ntasks, uint32_t world);
+
 #endif /* HCG_SPANK_FORWARD_H */

@@ -82,21 +82,6 @@ int hcg_local_load(spank_t sp) {
   return 0;
 }
 
-/* srun sets SLURM_NTASKS to the task count of the whole step; for a
- * heterogeneous step that is the sum over its components, while
- * S_JOB_TOTAL_TASK_COUNT is this component's count. */
-static int heterogeneous(uint32_t world) {
-  const char *s = getenv("SLURM_NTASKS");
-  if (!s || !*s)
-    return 0;
-  char *end;
-  errno = 0;
-  unsigned long long n = strtoull(s, &end, 10);
-  if (errno || *end || s[0] == '-')
-    return 0;
-  return n != world;
-}
-
 /* Makes every task of the step fail before the user's program starts (see
  * forward.h for why srun must not simply fail here). The reason has been
  * printed already. */
@@ -135,7 +120,7 @@ int hcg_local_user_init(spank_t sp) {
                   "layout, no task will run");
     return refuse(job, step);
   }
-  if (heterogeneous(world)) {
+  if (hcg_step_heterogeneous(getenv("SLURM_NTASKS"), world)) {
     hcg_log_error("heterogeneous steps are not supported yet; no task will "
                   "run (give --hcg-layout to a step of one component only)");
     return refuse(job, step);

@@ -47,17 +47,12 @@ static int set_var(void *arg, const char *name, const char *value) {
   return 0;
 }
 
-/* Same test as srun's (local.c), on the step's environment: srun puts the
- * whole step's task count in SLURM_NTASKS. */
-static int heterogeneous(spank_t sp, uint32_t world) {
-  char buf[32];
-  if (spank_getenv(sp, "SLURM_NTASKS", buf, sizeof buf) != ESPANK_SUCCESS)
-    return 0;
-  char *end;
-  unsigned long long n = strtoull(buf, &end, 10);
-  if (*end || buf[0] == '-' || !buf[0])
-    return 0;
-  return n != world;
+/* The step's SLURM_NTASKS as srun set it, or NULL (see
+ * hcg_step_heterogeneous). */
+static const char *step_ntasks(spank_t sp, char *buf, size_t cap) {
+  return spank_getenv(sp, "SLURM_NTASKS", buf, (int)cap) == ESPANK_SUCCESS
+             ? buf
+             : NULL;
 }
 
 int hcg_remote_task_init(spank_t sp) {
@@ -90,7 +85,8 @@ int hcg_remote_task_init(spank_t sp) {
     hcg_log_error("cannot get the task's rank and the step's task count");
     return -1;
   }
-  if (heterogeneous(sp, world)) {
+  char ntasks[32];
+  if (hcg_step_heterogeneous(step_ntasks(sp, ntasks, sizeof ntasks), world)) {
     hcg_log_error("heterogeneous steps are not supported yet");
     return -1;
   }

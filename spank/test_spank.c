@@ -329,6 +329,19 @@ START_TEST(task_env_errors) {
 }
 END_TEST
 
+/* SLURM_NTASKS against this component's task count: only a well-formed
+ * count that differs says "heterogeneous". */
+START_TEST(heterogeneous_steps) {
+  ck_assert_int_eq(hcg_step_heterogeneous("12", 12), 0);
+  ck_assert_int_eq(hcg_step_heterogeneous("20", 12), 1);
+  ck_assert_int_eq(hcg_step_heterogeneous(NULL, 12), 0);
+  ck_assert_int_eq(hcg_step_heterogeneous("", 12), 0);
+  ck_assert_int_eq(hcg_step_heterogeneous("-8", 12), 0);
+  ck_assert_int_eq(hcg_step_heterogeneous("12x", 12), 0);
+  ck_assert_int_eq(hcg_step_heterogeneous("99999999999999999999999", 12), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("spank");
   TCase *a = tcase_create("args");
@@ -344,6 +357,7 @@ static Suite *suite(void) {
   tcase_add_test(f, forward_other_step);
   tcase_add_test(f, forward_malformed);
   tcase_add_test(f, forward_too_long);
+  tcase_add_test(f, heterogeneous_steps);
   suite_add_tcase(s, f);
   TCase *t = tcase_create("task");
   tcase_add_test(t, task_env_matches_core);
