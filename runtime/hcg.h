@@ -698,6 +698,18 @@ int hcg_exchange_members(const hcg_exchange *x, int i, int *out, int cap);
  * the context. NULL is a no-op. */
 void hcg_exchange_free(hcg_exchange *x);
 
+/* Copies `len` bytes (1 to HCG_BROADCAST_MAX) from the root's buf into
+ * every other process's buf: the root publishes them with PMIx_Put, one
+ * PMIx_Fence over the job orders that before the reads, and every other
+ * process fetches them with one PMIx_Get. Every process of the job must
+ * call it with the same root and length. Used to publish a rendezvous
+ * address (hcg.torch.init) without any other rendezvous service. The fence
+ * and the get time out after hcg_ctx_timeout seconds (HCG_ETIMEOUT); the
+ * fence counts in the context's stats like an exchange's. */
+#define HCG_BROADCAST_MAX 4096
+int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
+                      hcg_error *err);
+
 /* The PMIx key under which the leader of `key` publishes its id for the
  * exchange numbered `epoch` (0, 1, ... per context) with a tag: "hcg." TAG
  * "." EPOCH "." KEY, or, when that would exceed PMIx's 511 characters,

@@ -292,3 +292,44 @@ void hcg_exchange_free(hcg_exchange *x) {
   free(x->items);
   free(x);
 }
+
+/* Broadcast: the root publishes the buffer under a key of its own epoch,
+ * one fence orders it before every read, and the others fetch it. The
+ * epoch counter is shared with the id exchanges, so keys never repeat
+ * within a context and every process derives the same key. */
+int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
+                      hcg_error *err) {
+  if (!ctx || !buf || len == 0 || len > HCG_BROADCAST_MAX)
+    return hcg__fail(err, HCG_EINVAL,
+                     "invalid argument to hcg_ctx_broadcast (buffer %s, %zu "
+                     "bytes; 1 to %d allowed)",
+                     buf ? "given" : "NULL", len, HCG_BROADCAST_MAX);
+  if (root < 0 || root >= ctx->world)
+    return hcg__fail(err, HCG_EINVAL,
+                     "hcg_ctx_broadcast: root %d is not a rank of the job "
+                     "(world size %d)",
+                     root, ctx->world);
+  int rc = usable(ctx, err);
+  if (rc)
+    return rc;
+  long long epoch = ctx->epoch++;
+  char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
+  rc = hcg_exchange_pmix_key(ctx->tag, epoch, "#broadcast", pkey, sizeof pkey);
+  if (rc)
+    return hcg__fail(err, rc, "cannot derive the PMIx key of a broadcast");
+  if (ctx->rank == root) {
+    rc = hcgrt_pmix_put(ctx->pmix, pkey, buf, len, err);
+    if (rc)
+      return rc;
+    ctx->stats.puts++;
+  }
+  if ((rc = fence(ctx, err)))
+    return rc;
+  if (ctx->rank == root)
+    return HCG_OK;
+  struct hcgrt_get get = {root, pkey, buf, "#broadcast"};
+  rc = hcgrt_pmix_get_all(ctx->pmix, &get, 1, len, ctx->timeout_s, err);
+  if (!rc)
+    ctx->stats.gets++;
+  return rc;
+}

@@ -1,8 +1,9 @@
 """Loading libhcg and declaring the C prototypes (private).
 
 Only the stable part of hcg.h is bound: layouts, requests, groups, collection
-fields, embedding groups, stages, bridges and hcg_rank_env. Contexts and
-communicators are not (use hcg.torch, or libhcg's C API directly).
+fields, embedding groups, stages, bridges, hcg_rank_env, and of contexts just
+what hcg.torch.init needs (a default context and hcg_ctx_broadcast).
+Communicators are not bound (use hcg.torch, or libhcg's C API directly).
 
 The library is looked up, first match wins:
   1. $HCG_LIBRARY, a path (or a name dlopen understands);
@@ -162,6 +163,13 @@ _PROTOTYPES = {
     "hcg_bridge_leader": (_c_int, [_L, _P(Bridge), _c_int, _c_int]),
     "hcg_bridge_targets": (_c_int, [_L, _P(Bridge), _c_int, _int_p, _int_p]),
     "hcg_rank_env": (_c_int, [_L, _c_int, ENV_FN, ctypes.c_void_p]),
+    # Contexts, only as far as hcg.torch.init needs them: made with the
+    # default config (NULL), so no config struct is bound here.
+    "hcg_ctx_init": (_c_int, [ctypes.c_void_p, _P(ctypes.c_void_p),
+                              _P(Error)]),
+    "hcg_ctx_free": (None, [ctypes.c_void_p]),
+    "hcg_ctx_broadcast": (_c_int, [ctypes.c_void_p, _c_int, ctypes.c_void_p,
+                                   ctypes.c_size_t, _P(Error)]),
 }
 
 _lock = threading.Lock()

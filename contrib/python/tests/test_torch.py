@@ -1,23 +1,24 @@
-"""hcg.torch without PyTorch.
+"""hcg.torch, with and without PyTorch.
 
-PyTorch is not needed to run these tests. They check that the module
-imports without torch and fails clearly when used without it; then they
-drive it against a small stand-in for torch.distributed that follows the
-documented contract of new_subgroups_by_enumeration (every rank passes the
-whole enumeration; it returns the subgroup holding the caller, or None,
-and the list of all subgroups; overlapping or empty lists are refused) to
-check what hcg.torch asks torch to do.
+Without torch: the package imports and fails clearly when used. With real
+torch (Debian's python3-torch, gloo on CPU): local jobs of several
+processes (tests/torch_worker.py, one process per rank on a TCPStore at
+127.0.0.1) check every group hcg.torch makes against libhcg, the
+HyperCommGrid drop-in, bad input and a member that never arrives. When the
+interpreter has no torch the real-torch tests are skipped, unless
+HCG_REQUIRE_TORCH=1 (run-tests.sh sets it for /usr/bin/python3, which
+scripts/deps.sh gives torch), where they fail instead.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import json
 import os
 import subprocess
 import sys
-import types
+import socket
 import unittest
-from typing import Any, List, Optional
+from typing import Dict, List
 
 import hcg
 
@@ -47,225 +48,121 @@ class WithoutTorch(unittest.TestCase):
         self.assertIn("works without torch", proc.stdout)
 
 
-# --------------------------------------------------------------------------
-# A stand-in for torch.distributed: one process playing each rank in turn.
 
-class FakeGroup:
-    def __init__(self, ranks: List[int], desc: Optional[str]) -> None:
-        self.ranks = list(ranks)
-        self.desc = desc
-        self.destroyed = False
-
-
-class FakeDist(types.ModuleType):
-    def __init__(self, world: int) -> None:
-        super().__init__("torch.distributed")
-        self.world = world
-        self.rank = 0
-        self.initialized = True
-        self.calls: List[Any] = []
-
-    def is_available(self) -> bool:
-        return True
-
-    def is_initialized(self) -> bool:
-        return self.initialized
-
-    def get_world_size(self) -> int:
-        return self.world
-
-    def get_rank(self) -> int:
-        return self.rank
-
-    def new_subgroups_by_enumeration(self, ranks_per_subgroup_list,
-                                     timeout=None, backend=None,
-                                     pg_options=None, group_desc=None):
-        if not ranks_per_subgroup_list:
-            raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
-        seen = set()
-        mine, every = None, []
-        for ranks in ranks_per_subgroup_list:
-            if seen & set(ranks):
-                raise ValueError("overlapping subgroups")
-            seen |= set(ranks)
-            group = FakeGroup(ranks, group_desc)
-            every.append(group)
-            if self.rank in ranks:
-                mine = group
-        self.calls.append((group_desc, [list(r) for r in ranks_per_subgroup_list],
-                           backend, timeout))
-        return mine, every
-
-    def destroy_process_group(self, group=None) -> None:
-        group.destroyed = True
+def _have_torch() -> bool:
+    try:
+        import torch.distributed as dist  # noqa: F401
+        return dist.is_available()
+    except ImportError:
+        return False
 
 
-class FakeTorch:
-    """Installs the stand-in as torch / torch.distributed for a test."""
-
-    def __init__(self, world: int) -> None:
-        self.dist = FakeDist(world)
-        self.torch = types.ModuleType("torch")
-        self.torch.distributed = self.dist
-
-    def __enter__(self) -> FakeDist:
-        self.saved = {k: sys.modules.get(k) for k in ("torch", "torch.distributed")}
-        sys.modules["torch"] = self.torch
-        sys.modules["torch.distributed"] = self.dist
-        return self.dist
-
-    def __exit__(self, *exc) -> None:
-        for k, v in self.saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
+HAVE_TORCH = _have_torch()
+REQUIRE = os.environ.get("HCG_REQUIRE_TORCH") == "1"
 
 
-EXPERT = "llm:tp=2,cp=2,dp=*,pp=2; llm/expert:expt_tp=1,ep=4,expt_dp=*,pp"
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
-class WithAStandIn(unittest.TestCase):
+def run_job(scenario: str, world: int, arg: str = "",
+            limit: int = 180) -> List[Dict]:
+    """Runs a scenario on `world` local ranks; their results, by rank."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    port = _free_port()
+    env = dict(os.environ)
+    env.pop("HCG_LAYOUT", None)
+    env.pop("HCG_VERSION", None)
+    procs = [subprocess.Popen([sys.executable, "-B", "-m", "tests.torch_worker",
+                               scenario, str(r), str(world), str(port), arg],
+                              cwd=here, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True)
+             for r in range(world)]
+    results = []
+    try:
+        for r, p in enumerate(procs):
+            out, err = p.communicate(timeout=limit)
+            lines = [l for l in out.splitlines() if l.startswith("RESULT ")]
+            if not lines:
+                raise AssertionError("rank %d printed no result (exit %d): %s"
+                                     % (r, p.returncode, err[-2000:]))
+            res = json.loads(lines[-1][7:])
+            if "exception" in res:
+                raise AssertionError("rank %d: %s" % (r, res["exception"]))
+            results.append(res)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return results
 
-    def setUp(self):
-        import hcg.torch
 
-        self.ht = hcg.torch
+@unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
+class RealTorch(unittest.TestCase):
+    """hcg.torch on real torch.distributed (gloo, CPU)."""
 
-    def test_collection_matches_libhcg(self):
-        with FakeTorch(16) as dist, hcg.Layout(EXPERT, 16) as L:
-            per_rank_calls = []
-            for rank in range(16):
-                dist.rank, dist.calls = rank, []
-                pgs = self.ht.new_collection(L, backend="nccl")
-                per_rank_calls.append(dist.calls)
-                want = L.collection("llm", rank)
-                for field in hcg.FIELDS:
-                    group = getattr(pgs, field)
-                    if want[field] is None:
-                        self.assertIsNone(group, field)
-                        self.assertIsNone(pgs.keys[field])
-                        continue
-                    self.assertEqual(group.ranks, want[field].members, field)
-                    self.assertEqual(group.desc, want[field].key)
-                    self.assertEqual(pgs.keys[field], want[field].key)
-                    self.assertEqual(pgs.ranks[field], want[field].members)
-                for kind in hcg.EMBEDDINGS:
-                    want_embd = L.embedding_group(rank, kind)
-                    self.assertEqual(pgs.ranks[kind], want_embd)
-                    got = getattr(pgs, kind)
-                    self.assertEqual(got and got.ranks, want_embd)
-                # Aliases and equal keys are one object.
-                self.assertIs(pgs.intra_dp_cp, pgs.dp_cp)
-                self.assertIs(pgs.intra_expt_dp, pgs.expt_dp)
-                self.assertIs(pgs.dp_cp_gtp_remat, pgs.dp_cp)
-                self.assertIs(pgs["tp_ep_pp_with_egtp_remat"], pgs.tp_ep_pp)
-            # Every rank made the same calls, in the same order, one per key,
-            # each with the whole enumeration.
-            first = per_rank_calls[0]
-            self.assertTrue(all(calls == first for calls in per_rank_calls))
-            keys = [c[0] for c in first]
-            self.assertEqual(len(keys), len(set(keys)))
-            for key, enumeration, backend, _ in first:
-                self.assertEqual(backend, "nccl")
-                if "#" in key:
-                    kind = key.split("#")[1]
-                    self.assertEqual(enumeration, L.embedding_groups(kind))
-                else:
-                    spec = self.spec(key)
-                    self.assertEqual(L.request(spec).key, key)
-                    self.assertEqual(enumeration, L.enumerate(spec))
+    def check_layout(self, layout: str, world: int, groups: int) -> None:
+        results = run_job("collections", world, layout)
+        for rank, res in enumerate(results):
+            self.assertEqual(res["bad"], [], "rank %d" % rank)
+            self.assertGreater(res["checked"], 0)
+        self.assertEqual(max(r["groups"] for r in results), groups)
+        for res in results:
+            self.assertEqual(res["objects"], res["groups"])
 
-    @staticmethod
-    def spec(key: str) -> str:
-        """The spec of a group key ('llm/expert:ep-expt_tp' ->
-        'llm/expert:ep,expt_tp')."""
-        head, dims = key.split(":")
-        return head + ":" + dims.replace("-", ",")
+    def test_grid_with_expert_view(self):
+        self.check_layout("llm:tp=2,cp=2,dp=*,pp=2; "
+                          "llm/expert:expt_tp=1,ep=4,expt_dp=*,pp", 8, 17)
 
-    def test_mimo_non_members_get_none(self):
-        layout = "vision:tp=2,pp=2,dp=2; llm:tp=2,dp=*"
-        with FakeTorch(16) as dist, hcg.Layout(layout, 16) as L:
-            dist.rank = 3
-            all_pgs = self.ht.new_collections(L)
-            self.assertEqual(list(all_pgs), ["vision", "llm"])
-            self.assertEqual(all_pgs["vision"].tp.ranks, [2, 3])
-            self.assertIsNone(all_pgs["vision"].embd)
-            self.assertTrue(all(v is None
-                                for v in all_pgs["llm"].as_dict().values()))
-            self.assertEqual(all_pgs["llm"].keys["embd"], "llm#embd")
-            dist.rank = 9
-            pgs = self.ht.new_collections(L)["llm"]
-            self.assertEqual(pgs.dp.ranks, [9, 11, 13, 15])
-            self.assertEqual(pgs.pos_embd.ranks, [9])
+    def test_mimo_non_colocated(self):
+        self.check_layout("vision:tp=2,dp=2; llm:tp=2,dp=1,pp=2", 8, 8)
 
-    def test_factory_dedup_options_and_destroy(self):
-        with FakeTorch(8) as dist, hcg.Layout("tp=2,dp=4", 8) as L:
-            dist.rank = 5
-            seen = []
+    def test_mimo_colocated(self):
+        self.check_layout("vision@0:tp=2,dp=2; llm@0:tp=4,dp=1", 4, 8)
 
-            def options(key):
-                seen.append(key)
-                return {"timeout": 7} if key == "world:tp" else {}
+    def test_hyper_comm_grid(self):
+        results = run_job("grid", 8)
+        r0 = results[0]
+        # Megatron's own documented example.
+        self.assertEqual(r0["enum_ab"], [[0, 2, 1, 3], [4, 6, 5, 7]])
+        self.assertEqual(r0["key_ab"], ["b-a"])
+        self.assertTrue(r0["same_get"])
+        self.assertEqual(r0["ab_sum"], 4.0)
+        self.assertIn("already been created", r0["again"])
+        self.assertIn("hasn't been created", r0["get_missing"])
+        self.assertIn("view 'nope' is not registered", r0["bad_view"])
+        self.assertTrue(r0["shared_reused"])
+        self.assertEqual(r0["alt_e"], [[0, 1, 2, 3], [4, 5, 6, 7]])
+        self.assertIn("ValueError", r0["shape"])
+        self.assertIn("shared dim 'c' has size 4 in the view but 2", r0["shared_size"])
+        self.assertIn("does not fit the world of 8", r0["oversized"])
+        self.assertEqual([r["part_member"] for r in results], [False] * 4 + [True] * 4)
 
-            f = self.ht.GroupFactory(L, options_fn=options)
-            tp = f.group("world:tp")
-            self.assertIs(f.group("tp"), tp)
-            self.assertIs(f.collection().tp, tp)
-            self.assertEqual(seen.count("world:tp"), 1)
-            self.assertEqual(dist.calls[0][3], 7)
-            f.destroy()
-            self.assertTrue(tp.destroyed)
-            self.assertEqual(f.keys(), [])
+    def test_bad_input(self):
+        for rank, res in enumerate(run_job("errors", 2)):
+            self.assertIn("EMISMATCH: the layout is for 4 ranks but the torch "
+                          "world has 2", res["world"])
+            self.assertIn("EMISMATCH: HCG_RANK=%d but torch.distributed."
+                          "get_rank()=%d" % ((rank + 1) % 2, rank), res["rank"])
+            self.assertIn("EINVAL: a layout source is", res["type"])
+            self.assertIn("options_fn('world:tp') returned colour", res["options"])
+            self.assertIn("timeout must be more than 0", res["timeout"])
+            self.assertIn("EENV: hcg.torch.init: this process has no hcg layout",
+                          res["init"])
 
-    def test_refusals(self):
-        with FakeTorch(8) as dist, hcg.Layout("tp=2,dp=4", 8) as L:
-            dist.initialized = False
-            with self.assertRaises(hcg.HcgError) as cm:
-                self.ht.new_collection(L)
-            self.assertIn("init_process_group", str(cm.exception))
-            dist.initialized = True
-            dist.world = 16
-            with self.assertRaises(hcg.HcgError) as cm:
-                self.ht.new_collection(L)
-            self.assertEqual(cm.exception.code, hcg.Status.EMISMATCH)
-
-    def test_from_the_environment_checks_the_rank(self):
-        with hcg.Layout("tp=2,dp=4", 8) as L:
-            fake = L.env(5)
-        with FakeTorch(8) as dist:
-            dist.rank = 4
-            task = hcg.env.from_environ(fake)
-            with self.assertRaises(hcg.HcgError) as cm:
-                self.ht.new_collection(task)
-            self.assertIn("HCG_RANK=5", str(cm.exception))
-            dist.rank = 5
-            self.assertEqual(self.ht.new_collection(task).tp.ranks, [4, 5])
-            task.close()
-
-    def test_to_megatron(self):
-        @dataclasses.dataclass
-        class PGC:  # the shape of Megatron's ProcessGroupCollection
-            tp: Any = dataclasses.field(init=False)
-            dp: Any = dataclasses.field(init=False)
-            cp: Any = dataclasses.field(init=False)
-            embd: Any = dataclasses.field(init=False)
-            hcp: Any = dataclasses.field(init=False)
-
-            def __init__(self, **kwargs):
-                names = {f.name for f in dataclasses.fields(self)}
-                for k, v in kwargs.items():
-                    if k not in names:
-                        raise ValueError(k)
-                    setattr(self, k, v)
-
-        with FakeTorch(8) as dist, hcg.Layout("tp=2,dp=2,pp=2", 8) as L:
-            dist.rank = 1
-            pgc = self.ht.new_collection(L).to_megatron(PGC)
-            self.assertEqual(pgc.tp.ranks, [0, 1])
-            self.assertIsNone(pgc.cp)  # not provided: explicitly None
-            self.assertEqual(pgc.embd.ranks, [1, 5])
-            self.assertFalse(hasattr(pgc, "hcp"))  # unknown to hcg: unset
+    def test_member_that_never_arrives(self):
+        results = run_job("missing", 4, "3")
+        self.assertEqual(results[3], {"skipped": True})
+        # Every other rank shares the whole-world group (made first, as the
+        # largest) with rank 3, and names it.
+        for rank in range(3):
+            err = results[rank]["error"]
+            self.assertIsNotNone(err, "rank %d" % rank)
+            self.assertIn("ETIMEOUT: process group 'world:", err)
+            self.assertIn("did not form within 3 s: ranks 3 never arrived", err)
 
 
 if __name__ == "__main__":

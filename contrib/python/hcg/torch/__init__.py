@@ -1,0 +1,28 @@
+"""PyTorch process groups for an hcg layout, made by their members alone.
+
+Importing this package does not import torch; the first call that needs it
+does, and raises :class:`TorchUnavailableError` (an ImportError) with a
+clear message when PyTorch or torch.distributed is missing.
+
+    import torch.distributed as dist
+    import hcg.torch
+
+    hcg.torch.init()                        # under srun --mpi=pmix --hcg-layout=...
+    pgs = hcg.torch.new_collection()        # this rank's groups, Megatron's names
+    dist.all_reduce(t, group=pgs.dp_cp)
+    model = GPTModel(..., pg_collection=pgs.to_megatron())
+
+See doc/torch.md.
+"""
+
+from ._base import TorchUnavailableError
+from .collection import (ATTRIBUTES, GroupFactory, MultiModuleCollection,
+                         ProcessGroups, new_collection, new_collections,
+                         new_multimodule_collection)
+from .grid import HyperCommGrid
+from .rendezvous import init
+
+__all__ = ["ATTRIBUTES", "GroupFactory", "HyperCommGrid",
+           "MultiModuleCollection", "ProcessGroups", "TorchUnavailableError",
+           "init", "new_collection", "new_collections",
+           "new_multimodule_collection"]

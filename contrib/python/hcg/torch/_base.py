@@ -1,0 +1,76 @@
+"""What every part of hcg.torch shares: the lazy torch import, the error
+for a missing torch, timeouts, and the rendezvous state init() records."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import threading
+from typing import Any, Optional, Tuple
+
+from ..errors import HcgError, Status
+
+
+class TorchUnavailableError(ImportError):
+    """PyTorch (with torch.distributed) cannot be used in this process."""
+
+
+def dist() -> Any:
+    """torch.distributed, imported now (and only now)."""
+    try:
+        import torch.distributed as d  # type: ignore[import]
+    except ImportError as exc:
+        raise TorchUnavailableError(
+            "hcg.torch needs PyTorch with torch.distributed, and importing it "
+            "failed (%s). Install PyTorch, or use hcg.Layout directly: "
+            "everything else in hcg works without torch." % exc) from exc
+    if not d.is_available():
+        raise TorchUnavailableError(
+            "this PyTorch build has no torch.distributed (is_available() is "
+            "False): hcg.torch cannot create process groups")
+    return d
+
+
+#: Default timeout when neither the caller nor HCG_TIMEOUT gives one. The
+#: same as libhcg's; torch's own default (30 minutes) hides a missing rank
+#: for far too long.
+DEFAULT_TIMEOUT_S = 300
+MAX_TIMEOUT_S = 86400
+
+
+def timeout_of(timeout: Any) -> datetime.timedelta:
+    """A timedelta from a timedelta, a number of seconds or None (then
+    HCG_TIMEOUT, then DEFAULT_TIMEOUT_S)."""
+    if timeout is None:
+        text = os.environ.get("HCG_TIMEOUT")
+        if text is None or text == "":
+            return datetime.timedelta(seconds=DEFAULT_TIMEOUT_S)
+        if not text.isdigit() or not 1 <= int(text) <= MAX_TIMEOUT_S:
+            raise HcgError(Status.EENV, "HCG_TIMEOUT='%s': expected whole "
+                           "seconds from 1 to %d" % (text, MAX_TIMEOUT_S))
+        return datetime.timedelta(seconds=int(text))
+    if isinstance(timeout, datetime.timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+        seconds = float(timeout)
+    else:
+        raise HcgError(Status.EINVAL, "timeout must be a datetime.timedelta "
+                       "or seconds, got %r" % (timeout,))
+    if not 0 < seconds <= MAX_TIMEOUT_S:
+        raise HcgError(Status.EINVAL, "timeout must be more than 0 and at "
+                       "most %d s, got %g s" % (MAX_TIMEOUT_S, seconds))
+    return datetime.timedelta(seconds=seconds)
+
+
+class _State:
+    """What init() learned, for the calls after it (one per process)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.store_addr: Optional[Tuple[str, int]] = None  # host, port
+        self.task: Any = None  # hcg.env.TaskEnv of init()
+        self.backend: Optional[str] = None
+        self.timeout: Optional[datetime.timedelta] = None
+
+
+STATE = _State()

@@ -1,0 +1,366 @@
+"""Megatron-style process-group collections, made by their members alone.
+
+    import hcg.torch
+    hcg.torch.init()                       # default group from srun's env
+    pgs = hcg.torch.new_collection()       # this rank's groups, named
+    dist.all_reduce(t, group=pgs.dp_cp)
+    model = GPTModel(..., pg_collection=pgs.to_megatron())
+
+A rank creates only the groups that hold it, together with their other
+members and nobody else (see :mod:`hcg.torch.groups`): no world-collective
+call per group, nothing for grids the rank is not in, and no call order
+shared with other ranks. Fields naming the same groups (``intra_dp_cp`` and
+``dp_cp``, a view request that resolves to the base) share one key and so
+one process group object.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from ..env import TaskEnv, from_environ
+from ..errors import HcgError, Status
+from ..layout import EMBEDDINGS, FIELDS, GridRef, Layout, Spec
+from . import groups as _groups
+from ._base import STATE, dist, timeout_of
+
+#: Attributes of a :class:`ProcessGroups`: the collection fields, then the
+#: embedding groups.
+ATTRIBUTES = FIELDS + EMBEDDINGS
+
+Source = Union[Layout, TaskEnv, str, None]
+_OPTION_NAMES = ("backend", "timeout", "pg_options")
+
+
+class ProcessGroups:
+    """One grid's process groups for this rank, named like Megatron's
+    ProcessGroupCollection: ``tp``, ``cp``, ``dp``, ``pp``, ``dp_cp``,
+    ``tp_cp``, ``mp``, ``tp_dp``, ``tp_dp_cp``, ``dp_cp_gtp_remat``, the
+    expert fields (``ep``, ``expt_tp``, ``expt_dp``, ``tp_ep``,
+    ``tp_ep_pp``, ...), ``intra_dp_cp``, ``intra_expt_dp``,
+    ``intra_dist_opt``, and for the language module ``embd`` and
+    ``pos_embd``.
+
+    An attribute is None when the grid does not provide the field (its dims
+    are all absent), when this rank is not in the grid, or (embedding groups)
+    when the rank is in no group of that kind. ``keys[field]`` is the group
+    key (None when not provided) and ``ranks[field]`` the members of this
+    rank's group, ascending (the group rank is the index in it).
+    """
+
+    def __init__(self, grid: str, rank: int, factory: "GroupFactory") -> None:
+        self.grid = grid
+        self.rank = rank
+        self.factory = factory
+        self.keys: Dict[str, Optional[str]] = {}
+        self.ranks: Dict[str, Optional[List[int]]] = {}
+        for name in ATTRIBUTES:
+            setattr(self, name, None)
+            self.keys[name] = None
+            self.ranks[name] = None
+
+    def _set(self, field: str, key: Optional[str], group: Any,
+             members: Optional[List[int]]) -> None:
+        setattr(self, field, group)
+        self.keys[field] = key
+        self.ranks[field] = members
+
+    def __getitem__(self, field: str) -> Any:
+        if field not in ATTRIBUTES:
+            raise KeyError(field)
+        return getattr(self, field)
+
+    def as_dict(self) -> Dict[str, Any]:
+        """Field -> process group (or None), every attribute."""
+        return {name: getattr(self, name) for name in ATTRIBUTES}
+
+    def to_megatron(self, cls: Optional[type] = None) -> Any:
+        """A ``megatron.core.process_groups_config.ProcessGroupCollection``
+        (or ``cls``) holding these groups. Only the fields the class knows
+        are passed; not-provided ones are passed as None, which Megatron
+        reads as 'explicitly not needed'."""
+        if cls is None:
+            from megatron.core.process_groups_config import (  # type: ignore[import]
+                ProcessGroupCollection)
+            cls = ProcessGroupCollection
+        try:
+            known = {f.name for f in dataclasses.fields(cls)}
+        except TypeError:  # not a dataclass: trust it to take them all
+            known = set(ATTRIBUTES)
+        return cls(**{k: v for k, v in self.as_dict().items() if k in known})
+
+    def __repr__(self) -> str:
+        have = [f for f in ATTRIBUTES if getattr(self, f) is not None]
+        return "<hcg.torch.ProcessGroups %s rank %d: %s>" % (
+            self.grid, self.rank, ", ".join(have) or "none")
+
+
+class MultiModuleCollection(Dict[str, ProcessGroups]):
+    """Module (grid) name -> :class:`ProcessGroups`, in layout order, for a
+    MIMO layout; ``language`` names the language module. Shaped like
+    Megatron's ``MultiModuleProcessGroupCollection``."""
+
+    def __init__(self, items: Mapping[str, ProcessGroups], language: str) -> None:
+        super().__init__(items)
+        self.language = language
+
+    @property
+    def language_model(self) -> ProcessGroups:
+        return self[self.language]
+
+    def modules_of_rank(self) -> List[str]:
+        """The modules whose grid holds this rank."""
+        return [n for n, p in self.items() if p.ranks["tp"] is not None]
+
+    def to_megatron(self, cls: Optional[type] = None,
+                    collection_cls: Optional[type] = None) -> Any:
+        """``cls(module_pgs={name: ProcessGroupCollection},
+        language_model_module_name=...)``; by default Megatron's
+        MultiModuleProcessGroupCollection."""
+        if cls is None:
+            from megatron.core.process_groups_config import (  # type: ignore[import]
+                MultiModuleProcessGroupCollection)
+            cls = MultiModuleProcessGroupCollection
+        return cls(module_pgs={n: p.to_megatron(collection_cls)
+                               for n, p in self.items()},
+                   language_model_module_name=self.language)
+
+
+def _resolve(source: Source, d: Any) -> Tuple[Layout, int, bool]:
+    """(layout, rank, owned) from what the caller gave, checked against the
+    default process group."""
+    if not d.is_initialized():
+        raise HcgError(Status.EINVAL, "torch.distributed is not initialized: "
+                       "call hcg.torch.init() first (or init_process_group)")
+    world, rank = d.get_world_size(), d.get_rank()
+    owned = False
+    if source is None:
+        if STATE.task is not None:
+            source = STATE.task
+        else:
+            source, owned = from_environ(), True
+    if isinstance(source, str):
+        source, owned = Layout(source, world), True
+    if isinstance(source, TaskEnv):
+        if source.rank != rank:
+            raise HcgError(Status.EMISMATCH, "HCG_RANK=%d but "
+                           "torch.distributed.get_rank()=%d: the torch ranks "
+                           "must be the Slurm task ranks (RANK=$SLURM_PROCID)"
+                           % (source.rank, rank))
+        layout = source.layout
+    elif isinstance(source, Layout):
+        layout = source
+    else:
+        raise HcgError(Status.EINVAL, "a layout source is an hcg.Layout, a "
+                       "TaskEnv, layout text or None, not %s"
+                       % type(source).__name__)
+    if layout.world_size != world:
+        raise HcgError(Status.EMISMATCH, "the layout is for %d ranks but the "
+                       "torch world has %d" % (layout.world_size, world))
+    return layout, rank, owned
+
+
+class GroupFactory:
+    """Creates this rank's torch process groups for a layout, once per
+    group key.
+
+    ``source``: an :class:`hcg.Layout`, a :class:`hcg.env.TaskEnv`, layout
+    text, or None (the layout init() recorded, else the HCG_* environment).
+    The torch world size must equal the layout's, and torch ranks must be
+    hcg ranks.
+
+    ``backend``, ``timeout`` and ``pg_options`` apply to every group;
+    ``options_fn(key)`` may return a dict overriding them for one group key
+    (e.g. NCCL options with a high-priority stream for 'llm:cp').
+
+    Calls are not collective: a rank creates the groups holding it, with
+    their members only, in any order. Two ranks sharing groups must of
+    course both create them (each waits up to the timeout for the others;
+    a timeout names the group and the ranks that never arrived).
+    """
+
+    def __init__(self, source: Source = None, *,
+                 backend: Optional[str] = None, timeout: Any = None,
+                 pg_options: Any = None,
+                 options_fn: Optional[Callable[[str], Optional[Mapping[str, Any]]]] = None
+                 ) -> None:
+        self._dist = dist()
+        self.layout, self.rank, self._owned = _resolve(source, self._dist)
+        self._backend = backend or STATE.backend
+        self._timeout = (timeout_of(timeout) if timeout is not None else
+                         STATE.timeout or timeout_of(None))
+        self._pg_options = pg_options
+        self._options_fn = options_fn
+        # key -> (process group, members)
+        self._groups: Dict[str, Tuple[Any, List[int]]] = {}
+
+    # ---- creation -------------------------------------------------------------
+
+    def _spec(self, key: str, members: List[int]) -> _groups.GroupSpec:
+        kw: Dict[str, Any] = {"backend": self._backend,
+                              "timeout": self._timeout,
+                              "pg_options": self._pg_options}
+        if self._options_fn is not None:
+            extra = self._options_fn(key) or {}
+            unknown = sorted(set(extra) - set(_OPTION_NAMES))
+            if unknown:
+                raise HcgError(Status.EINVAL, "options_fn('%s') returned %s; "
+                               "allowed: %s" % (key, ", ".join(unknown),
+                                                ", ".join(_OPTION_NAMES)))
+            kw.update(extra)
+            if "timeout" in extra:
+                kw["timeout"] = timeout_of(extra["timeout"])
+        return _groups.GroupSpec(key, tuple(members), kw["backend"],
+                                 kw["timeout"], kw["pg_options"])
+
+    def _ensure(self, wanted: Iterable[Tuple[str, List[int]]]) -> None:
+        todo: Dict[str, List[int]] = {}
+        for key, members in wanted:
+            if key not in self._groups and key not in todo:
+                todo[key] = members
+        if not todo:
+            return
+        specs = [self._spec(k, m) for k, m in todo.items()]
+        made = _groups.build(specs, self.rank)
+        for key, members in todo.items():
+            self._groups[key] = (made[key], members)
+
+    def _member(self, spec: Spec) -> Optional[Tuple[str, List[int]]]:
+        req = self.layout.request(spec)
+        if not self.layout.grid(req.grid).contains(self.rank):
+            return None
+        return req.key, self.layout.group_of_rank(req, self.rank).members
+
+    def group(self, spec: Spec) -> Any:
+        """This rank's process group for a spec "GRID[/VIEW]:DIMS" (None
+        when the rank is outside that grid)."""
+        found = self._member(spec)
+        if found is None:
+            return None
+        self._ensure([found])
+        return self._groups[found[0]][0]
+
+    def groups_of(self, specs: Sequence[Spec]) -> List[Any]:
+        """Several specs at once (their groups connect concurrently); None
+        for those whose grid does not hold this rank."""
+        found = [self._member(s) for s in specs]
+        self._ensure(f for f in found if f is not None)
+        return [None if f is None else self._groups[f[0]][0] for f in found]
+
+    def _embedding_member(self, kind: str) -> Optional[Tuple[str, List[int]]]:
+        members = self.layout.embedding_group(self.rank, kind)
+        if members is None:
+            return None
+        return "%s#%s" % (self.layout.language, kind), members
+
+    def embedding(self, kind: str = "embd") -> Any:
+        """This rank's embedding group of a kind ('embd' or 'pos_embd'),
+        keyed 'GRID#embd' as in libhcg; None when the rank is in none."""
+        found = self._embedding_member(kind)
+        if found is None:
+            return None
+        self._ensure([found])
+        return self._groups[found[0]][0]
+
+    def _plan(self, grid: GridRef, embedding: Optional[bool]
+              ) -> Tuple[str, Dict[str, Tuple[Optional[str], Optional[List[int]]]]]:
+        g = self.layout.grid(grid)
+        inside = g.contains(self.rank)
+        plan: Dict[str, Tuple[Optional[str], Optional[List[int]]]] = {}
+        for field in FIELDS:
+            req = self.layout.field_request(g.index, field)
+            if req is None:
+                plan[field] = (None, None)
+            elif not inside:
+                plan[field] = (req.key, None)
+            else:
+                plan[field] = (req.key,
+                               self.layout.group_of_rank(req, self.rank).members)
+        if embedding is None:
+            embedding = g.language
+        if embedding:
+            if not g.language:
+                raise HcgError(Status.EINVAL, "grid '%s' is not the language "
+                               "module: it has no embedding groups" % g.name)
+            for kind in EMBEDDINGS:
+                found = self._embedding_member(kind) if inside else None
+                plan[kind] = (("%s#%s" % (g.name, kind), found[1]) if found
+                              else ("%s#%s" % (g.name, kind), None))
+        return g.name, plan
+
+    def _assemble(self, name: str, plan: Mapping[str, Tuple[Optional[str], Optional[List[int]]]]
+                  ) -> ProcessGroups:
+        out = ProcessGroups(name, self.rank, self)
+        for field, (key, members) in plan.items():
+            group = self._groups[key][0] if members is not None else None
+            out._set(field, key, group, members)
+        return out
+
+    def collection(self, grid: GridRef = None, *,
+                   embedding: Optional[bool] = None) -> ProcessGroups:
+        """The process-group collection of one grid (None: the only grid,
+        else the language module). Embedding groups are added for the
+        language module unless ``embedding`` is False. A rank outside the
+        grid gets None everywhere, and creates nothing."""
+        if grid is None and len(self.layout.grids) > 1:
+            grid = self.layout.language
+        name, plan = self._plan(grid, embedding)
+        self._ensure((k, m) for k, m in plan.values() if m is not None and k)
+        return self._assemble(name, plan)
+
+    def collections(self, grids: Optional[Iterable[GridRef]] = None
+                    ) -> MultiModuleCollection:
+        """Every grid's collection (MIMO), all of this rank's groups created
+        in one batch: grid name -> ProcessGroups, in layout order."""
+        names = list(self.layout.grids if grids is None else grids)
+        plans = [self._plan(n, None) for n in names]
+        self._ensure((k, m) for _, p in plans for k, m in p.values()
+                     if m is not None and k)
+        return MultiModuleCollection({n: self._assemble(n, p) for n, p in plans},
+                                     self.layout.language)
+
+    # ---- bookkeeping ----------------------------------------------------------
+
+    def keys(self) -> List[str]:
+        """Keys of the groups created so far, in creation order."""
+        return list(self._groups)
+
+    def members(self, key: str) -> List[int]:
+        """Members of a created group, ascending."""
+        return list(self._groups[key][1])
+
+    def destroy(self) -> None:
+        """Destroys the process groups this factory created, each once, and
+        forgets them (a later call creates them again)."""
+        seen = set()
+        for group, _ in self._groups.values():
+            if id(group) not in seen:
+                seen.add(id(group))
+                self._dist.destroy_process_group(group)
+        self._groups.clear()
+
+    def close(self) -> None:
+        """Frees the layout if this factory read it itself (the groups stay)."""
+        if self._owned:
+            self.layout.close()
+
+
+def new_collection(source: Source = None, grid: GridRef = None,
+                   **kwargs: Any) -> ProcessGroups:
+    """One grid's :class:`ProcessGroups` (see :class:`GroupFactory` for the
+    arguments). The factory stays reachable as ``.factory``."""
+    return GroupFactory(source, **kwargs).collection(grid)
+
+
+def new_collections(source: Source = None,
+                    grids: Optional[Iterable[GridRef]] = None,
+                    **kwargs: Any) -> MultiModuleCollection:
+    """Every grid's :class:`ProcessGroups` (MIMO), made by one factory in
+    one batch: grid name -> collection. A rank gets None in the grids it is
+    not in."""
+    return GroupFactory(source, **kwargs).collections(grids)
+
+
+#: Megatron's name for the MIMO result.
+new_multimodule_collection = new_collections

@@ -1,0 +1,180 @@
+"""One rank of a local torch job for test_torch.py (not a test module).
+
+    python3 -m tests.torch_worker SCENARIO RANK WORLD PORT [ARG]
+
+Starts torch.distributed (gloo, CPU) on a TCPStore at 127.0.0.1:PORT, runs
+one scenario and prints one line "RESULT <json>"; exits 0 when the scenario
+ran (its checks are in the JSON), 3 on an unexpected exception.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+import traceback
+
+import hcg
+
+
+def check_collections(rank: int, world: int, layout: str) -> dict:
+    import torch
+    import torch.distributed as dist
+    import hcg.torch as ht
+
+    L = hcg.Layout(layout, world)
+    cols = ht.new_collections(L, timeout=60)
+    bad, checked = [], 0
+    for name, pgs in cols.items():
+        inside = L.grid(name).contains(rank)
+        for field in ht.ATTRIBUTES:
+            pg, members = pgs[field], pgs.ranks[field]
+            if members is None:
+                if pg is not None:
+                    bad.append("%s.%s: a group without members" % (name, field))
+                continue
+            if not inside:
+                bad.append("%s.%s: a group outside the grid" % (name, field))
+            want = (L.group_of_rank(pgs.keys[field], rank).members
+                    if field in hcg.FIELDS else
+                    L.embedding_group(rank, field))
+            if members != want:
+                bad.append("%s.%s: members %s, want %s" % (name, field, members, want))
+            if dist.get_world_size(pg) != len(want):
+                bad.append("%s.%s: size %d" % (name, field, dist.get_world_size(pg)))
+            if dist.get_rank(pg) != want.index(rank):
+                bad.append("%s.%s: group rank %d" % (name, field, dist.get_rank(pg)))
+            if hasattr(dist, "get_process_group_ranks") and \
+                    sorted(dist.get_process_group_ranks(pg)) != want:
+                bad.append("%s.%s: get_process_group_ranks" % (name, field))
+            t = torch.tensor([float(rank)], dtype=torch.float64)
+            dist.all_reduce(t, group=pg)
+            if t.item() != sum(want):
+                bad.append("%s.%s: all_reduce %g, want %d" % (name, field, t.item(), sum(want)))
+            checked += 1
+    # Aliases share one object; one object per key.
+    objects = {}
+    for pgs in cols.values():
+        for field in ht.ATTRIBUTES:
+            if pgs[field] is not None:
+                if objects.setdefault(pgs.keys[field], pgs[field]) is not pgs[field]:
+                    bad.append("two objects for key %s" % pgs.keys[field])
+    factory = next(iter(cols.values())).factory
+    factory.destroy()
+    return {"bad": bad, "checked": checked, "groups": len(objects),
+            "objects": len({id(g) for g in objects.values()})}
+
+
+def check_grid(rank: int, world: int, _arg: str) -> dict:
+    import torch
+    import torch.distributed as dist
+    import hcg.torch as ht
+
+    out = {}
+    grid = ht.HyperCommGrid([2, 2, 2], ["a", "b", "c"])
+    out["enum_ab"] = grid.get_rank_enum(["a", "b"])
+    pg = grid.create_pg(["b", "a"], timeout=60)
+    out["key_ab"] = list(grid._pgs)
+    out["same_get"] = grid.get_pg(["a", "b"]) is pg
+    t = torch.tensor([1.0])
+    dist.all_reduce(t, group=pg)
+    out["ab_sum"] = t.item()
+    grid.create_pg("a", timeout=60)
+    for what, call in (("again", lambda: grid.create_pg("a")),
+                       ("get_missing", lambda: grid.get_pg("c")),
+                       ("bad_view", lambda: grid.create_pg("a", view="nope"))):
+        try:
+            call()
+            out[what] = "no error"
+        except KeyError as exc:
+            out[what] = "KeyError: " + str(exc)
+    grid.register_view("alt", [4, 2], ["e", "c"], shared_dims=["c"])
+    base_c = grid.create_pg("c")
+    out["shared_reused"] = grid.create_pg("c", view="alt") is base_c
+    out["alt_e"] = grid.get_rank_enum("e", view="alt")
+    for what, call in (("shape", lambda: ht.HyperCommGrid([2, 0], ["x", "y"])),
+                       ("shared_size", lambda: grid.register_view(
+                           "v2", [2, 4], ["e", "c"], shared_dims=["c"]))):
+        try:
+            call()
+            out[what] = "no error"
+        except ValueError as exc:
+            out[what] = "ValueError: " + str(exc)
+    try:
+        ht.HyperCommGrid([4, 4], ["x", "y"])
+        out["oversized"] = "no error"
+    except RuntimeError as exc:
+        out["oversized"] = "RuntimeError: " + str(exc)
+    # A grid on part of the world: others get None and make no call.
+    part = ht.HyperCommGrid([2, 2], ["tp", "dp"], rank_offset=4)
+    pg = part.create_pg("tp", timeout=60)
+    out["part_member"] = pg is not None
+    grid.destroy()
+    part.destroy()
+    return out
+
+
+def check_errors(rank: int, world: int, _arg: str) -> dict:
+    import hcg.torch as ht
+    from hcg.env import TaskEnv
+
+    out = {}
+    for what, call in (
+            ("world", lambda: ht.new_collection(hcg.Layout("tp=2,dp=*", world * 2))),
+            ("rank", lambda: ht.new_collection(TaskEnv(hcg.Layout("tp=2,dp=*", world),
+                                                       (rank + 1) % world))),
+            ("type", lambda: ht.new_collection(42)),
+            ("options", lambda: ht.GroupFactory("tp=2,dp=*", options_fn=lambda k: {"colour": 1})
+             .collection()),
+            ("timeout", lambda: ht.GroupFactory("tp=2,dp=*", timeout=-1)),
+            ("init", lambda: ht.init())):
+        try:
+            call()
+            out[what] = "no error"
+        except hcg.HcgError as exc:
+            out[what] = "%s: %s" % (exc.name, exc.message)
+    return out
+
+
+def check_missing(rank: int, world: int, arg: str) -> dict:
+    """Rank int(arg) never makes its groups; the others must time out
+    naming the group and the missing rank."""
+    import hcg.torch as ht
+
+    if rank == int(arg):
+        import time
+        time.sleep(8)
+        return {"skipped": True}
+    try:
+        ht.new_collection(hcg.Layout("tp=2,dp=*", world), timeout=3)
+        return {"error": None}
+    except hcg.HcgError as exc:
+        return {"error": "%s: %s" % (exc.name, exc.message)}
+
+
+SCENARIOS = {"collections": check_collections, "grid": check_grid,
+             "errors": check_errors, "missing": check_missing}
+
+
+def main() -> int:
+    scenario, rank, world, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    arg = sys.argv[5] if len(sys.argv) > 5 else ""
+    try:
+        import torch.distributed as dist
+
+        timeout = datetime.timedelta(seconds=60)
+        store = dist.TCPStore("127.0.0.1", port, world, rank == 0, timeout)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
+                                timeout=timeout)
+        from hcg.torch._base import STATE
+        STATE.store_addr = ("127.0.0.1", port)
+        result = SCENARIOS[scenario](rank, world, arg)
+    except Exception:
+        print("RESULT " + json.dumps({"exception": traceback.format_exc()}), flush=True)
+        return 3
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

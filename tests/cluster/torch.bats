@@ -1,0 +1,127 @@
+#!/usr/bin/env bats
+# hcg.torch on real torch (Debian's python3-torch, gloo on CPU) under
+# srun --mpi=pmix --hcg-layout: hcg.torch.init() needs nothing but srun's
+# environment, and every group of every grid of every rank is a torch group
+# whose size, group rank and all-reduce match the layout. Run by
+# tests/cluster/run.sh. Every srun is bounded by `timeout`.
+
+load helpers
+
+PY=/usr/bin/python3
+MOE='llm:tp=2,cp=2,dp=*,pp=2; llm/expert:expt_tp=1,ep=4,expt_dp=*,pp'
+NONCOLOC='vision:tp=2,dp=2; llm:tp=2,dp=1,pp=2'
+COLOC='vision@0:tp=2,dp=4; llm@0:tp=4,dp=2'
+
+setup() {
+  cluster_required
+  clean_env
+  "$PY" -c 'import torch.distributed' 2> /dev/null ||
+    skip "no torch for $PY (scripts/deps.sh installs python3-torch)"
+  OUT=$BATS_TEST_TMPDIR/out
+  mkdir -p "$OUT"
+  chmod 777 "$BATS_TEST_TMPDIR" "$OUT"
+  export PYTHONPATH=$SRCDIR/contrib/python
+  export HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.0
+  SCRIPTS=$BATS_TEST_DIRNAME/torch
+}
+
+# torch_run N LAYOUT SCRIPT [ARGS...]: the script on N tasks, each task's
+# output in $OUT/out.R, bounded by 150 s.
+torch_run() {
+  local n=$1 layout=$2 script=$3
+  shift 3
+  rm -f "$OUT"/out.* "$OUT"/err.*
+  run timeout -k 5 150 srun -n "$n" --overcommit --mpi=pmix \
+    --hcg-layout="$layout" --output="$OUT/out.%t" --error="$OUT/err.%t" \
+    "$PY" -B "$SCRIPTS/$script" "$@"
+}
+
+outs() { cat "$OUT"/out.* 2> /dev/null; }
+
+show() {
+  echo "--- srun (status $status): $output"
+  echo "--- tasks:"
+  outs | head -n 20
+  cat "$OUT"/err.* 2> /dev/null | head -n 40
+}
+
+# all_ok N: N tasks printed "ok", none "bad".
+all_ok() {
+  [ "$(outs | grep -c '^ok ')" -eq "$1" ] || { show; return 1; }
+  if outs | grep -q '^bad'; then show; return 1; fi
+}
+
+@test "one grid with an expert view, 8 tasks: every field of every rank" {
+  torch_run 8 "$MOE" check_groups.py
+  [ "$status" -eq 0 ] || { show; false; }
+  all_ok 8
+  # 8 tasks on one node: rank 0 published a loopback store address.
+  outs | grep -q 'store=127.0.0.1:'
+}
+
+@test "non-colocated MIMO, 8 tasks: each module only makes its own groups" {
+  torch_run 8 "$NONCOLOC" check_groups.py
+  [ "$status" -eq 0 ] || { show; false; }
+  all_ok 8
+}
+
+@test "colocated MIMO, 8 tasks: both modules' groups on every rank" {
+  torch_run 8 "$COLOC" check_groups.py
+  [ "$status" -eq 0 ] || { show; false; }
+  all_ok 8
+}
+
+@test "two steps at once on one node: no port collision" {
+  local a=$BATS_TEST_TMPDIR/a b=$BATS_TEST_TMPDIR/b
+  mkdir -p "$a" "$b"
+  chmod 777 "$a" "$b"
+  timeout -k 5 150 srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' \
+    --output="$a/out.%t" "$PY" -B "$SCRIPTS/check_groups.py" &
+  local pa=$!
+  timeout -k 5 150 srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' \
+    --output="$b/out.%t" "$PY" -B "$SCRIPTS/check_groups.py" &
+  local pb=$!
+  wait "$pa"
+  wait "$pb"
+  [ "$(cat "$a"/out.* | grep -c '^ok ')" -eq 4 ]
+  [ "$(cat "$b"/out.* | grep -c '^ok ')" -eq 4 ]
+}
+
+@test "MASTER_ADDR and MASTER_PORT, when set, are honoured" {
+  local port
+  port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  MASTER_ADDR=127.0.0.1 MASTER_PORT=$port torch_run 4 'tp=2,dp=*' check_groups.py
+  [ "$status" -eq 0 ] || { show; false; }
+  all_ok 4
+  [ "$(outs | grep -c "store=127.0.0.1:$port\$")" -eq 4 ]
+}
+
+@test "a RANK that disagrees with the layout: a clear error, no hang" {
+  RANK=5 torch_run 2 'tp=2' faults.py init
+  [ "$(outs | grep -c 'error EMISMATCH: RANK=5 but the hcg layout says')" -ge 1 ] || { show; false; }
+  if cat "$OUT"/err.* | grep -q Traceback; then show; false; fi
+}
+
+@test "not under srun --hcg-layout: a clear error" {
+  run env -u HCG_LAYOUT -u HCG_VERSION timeout 60 "$PY" -B "$SCRIPTS/faults.py" init
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"error EENV: hcg.torch.init: this process has no hcg layout"* ]]
+}
+
+@test "a member that never arrives: the others name the group and the rank" {
+  torch_run 4 'tp=2,dp=*' faults.py missing 3
+  [ "$status" -eq 0 ] || { show; false; }
+  [ "$(outs | grep -c "error ETIMEOUT: process group 'world:.*ranks 3 never arrived")" -eq 3 ] || { show; false; }
+  if cat "$OUT"/err.* | grep -q Traceback; then show; false; fi
+}
+
+@test "NCCL backend (one GPU per communicator)" {
+  "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
+    skip "SKIP: no CUDA device"
+  local n
+  n=$("$PY" -c 'import torch; print(torch.cuda.device_count())')
+  [ "$n" -ge 1 ]
+  torch_run 1 'tp=1' check_groups.py nccl
+  [ "$status" -eq 0 ] || { show; false; }
+  all_ok 1
+}

@@ -1,0 +1,61 @@
+"""A task of tests/cluster/torch.bats: hcg.torch.init() from srun's
+environment, then every group of every grid of this rank checked against
+the layout (size, group rank, members, all-reduce of global ranks).
+
+    srun --mpi=pmix --hcg-layout=... python3 check_groups.py [BACKEND]
+
+Prints one line: "ok RANK fields=F groups=G store=HOST:PORT" or
+"bad RANK: what" (and exits 1).
+"""
+
+import sys
+
+import torch
+import torch.distributed as dist
+
+import hcg
+import hcg.torch as ht
+from hcg.torch._base import STATE
+
+
+def main() -> int:
+    backend = sys.argv[1] if len(sys.argv) > 1 else None
+    task = ht.init(backend=backend, timeout=60)
+    rank, L = task.rank, task.layout
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    cols = ht.new_collections()
+    bad, fields, objects = [], 0, {}
+    for name, pgs in cols.items():
+        for field in ht.ATTRIBUTES:
+            pg, members = pgs[field], pgs.ranks[field]
+            if members is None:
+                continue
+            want = (L.group_of_rank(pgs.keys[field], rank).members
+                    if field in hcg.FIELDS else L.embedding_group(rank, field))
+            t = torch.tensor([float(rank)], dtype=torch.float64, device=device)
+            dist.all_reduce(t, group=pg)
+            if (members != want or dist.get_world_size(pg) != len(want)
+                    or dist.get_rank(pg) != want.index(rank)
+                    or t.item() != sum(want)):
+                bad.append("%s.%s" % (name, field))
+            objects.setdefault(pgs.keys[field], pg)
+            fields += 1
+    # The whole world agrees the job worked (and nobody leaves early).
+    t = torch.tensor([len(bad)], dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    if bad or t.item():
+        print("bad %d: %s (job total %d)" % (rank, ", ".join(bad), t.item()))
+        return 1
+    print("ok %d fields=%d groups=%d store=%s:%d"
+          % (rank, fields, len(objects), STATE.store_addr[0], STATE.store_addr[1]))
+    next(iter(cols.values())).factory.destroy()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except hcg.HcgError as exc:
+        print("hcg-error %s" % exc, file=sys.stderr)
+        sys.exit(2)
