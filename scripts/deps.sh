@@ -8,7 +8,7 @@ packages="
   check bats jq valgrind clang-14 libclang-rt-14-dev time man-db
   slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev
   libpmix-dev libpmix-bin
-  procps iproute2 hostname python3
+  procps iproute2 hostname python3 python3-torch
 "
 
 if [ "$(id -u)" -ne 0 ]; then

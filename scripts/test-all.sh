@@ -15,13 +15,41 @@ jobs=$(nproc 2>/dev/null || echo 2)
 started=$(date +%s)
 declare -a summary=()
 
+# A step that hangs must fail with its name, not run into CI's own limit
+# (90 min): each step gets HCG_STEP_LIMIT seconds (default 30 min), then
+# it and everything it started are stopped.
+step_limit=${HCG_STEP_LIMIT:-1800}
+
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do
+    kill_tree "$child"
+  done
+  kill -TERM "$1" 2>/dev/null || true
+}
+
+bounded() {
+  "$@" &
+  local pid=$! rc=0
+  (
+    sleep "$step_limit"
+    echo "test-all: still running after ${step_limit}s (HCG_STEP_LIMIT): stopping it" >&2
+    kill_tree "$pid"
+  ) &
+  local dog=$!
+  wait "$pid" || rc=$?
+  kill_tree "$dog"
+  wait "$dog" 2>/dev/null || true
+  return "$rc"
+}
+
 step() {
   local name=$1
   shift
   local t0
   t0=$(date +%s)
   printf '\n==== %s\n' "$name"
-  if "$@"; then
+  if bounded "$@"; then
     summary+=("PASS  $(($(date +%s) - t0))s  $name")
   else
     summary+=("FAIL  $(($(date +%s) - t0))s  $name")

@@ -132,6 +132,33 @@ static const char *const MIMO =
     "vision:tp=2,dp=2; llm:tp=2,pp=2,dp=*"; /* vision 0-3, llm 4-15 */
 static const char *const COLOC = "vision@0:tp=2,dp=4; llm@0:tp=4,dp=2";
 
+/* ---- hcg_ctx_broadcast: arguments (the PMIx path runs on the cluster) --- */
+
+START_TEST(test_broadcast_args) {
+  hcg_ctx *ctx = must_ctx(MOE, 16, 5);
+  char buf[8] = "x";
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcg_ctx_broadcast(NULL, 0, buf, 1, &err), HCG_EINVAL);
+  ck_assert_int_eq(hcg_ctx_broadcast(ctx, 0, NULL, 1, &err), HCG_EINVAL);
+  ck_assert_int_eq(hcg_ctx_broadcast(ctx, 0, buf, 0, &err), HCG_EINVAL);
+  ck_assert_int_eq(
+      hcg_ctx_broadcast(ctx, 0, buf, (size_t)HCG_BROADCAST_MAX + 1, &err),
+      HCG_EINVAL);
+  ck_assert_int_eq(hcg_ctx_broadcast(ctx, 16, buf, 1, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "root 16 is not a rank"));
+  ck_assert_int_eq(hcg_ctx_broadcast(ctx, -1, buf, 1, &err), HCG_EINVAL);
+#ifdef HCG_HAVE_PMIX
+  /* PMIx off: refused, with the way out named, and no fence counted. */
+  ck_assert_int_eq(hcg_ctx_broadcast(ctx, 0, buf, 1, &err), HCG_EPMIX);
+  ck_assert_ptr_nonnull(strstr(err.message, "srun --mpi=pmix"));
+#else
+  ck_assert_int_eq(hcg_ctx_broadcast(ctx, 0, buf, 1, &err), HCG_ENOTSUP);
+#endif
+  ck_assert_int_eq(hcg_ctx_num_fences(ctx), 0);
+  hcg_ctx_free(ctx);
+}
+END_TEST
+
 /* ---- contexts from the environment -------------------------------------- */
 
 START_TEST(test_ctx_ok) {
@@ -886,6 +913,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(x, test_parse_int);
   tcase_add_test(x, test_comm_no_device);
   tcase_add_test(x, test_comm_callback);
+  tcase_add_test(x, test_broadcast_args);
   tcase_set_timeout(x, 60);
   suite_add_tcase(s, x);
   return s;
