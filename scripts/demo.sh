@@ -2,8 +2,9 @@
 # Sets up everything and runs the hcg demo on Debian 12, as root: a private
 # Slurm cluster (munged, slurmctld, slurmd in a temporary directory, removed
 # on exit), a MIMO layout launched with srun --hcg-layout, what each task
-# got, a bad layout refused, and libhcg forming every group with one PMIx
-# exchange. Safe to run again.
+# got, a bad layout refused, libhcg forming every group with one PMIx
+# exchange, and a tiny PyTorch model trained over hcg.torch's groups. Safe
+# to run again.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src"
@@ -76,6 +77,19 @@ grep -E '^fences' hello.out | sort -k2 -n | head -n 3
 echo "(rank 0 formed $(grep -c '^group 0 ' hello.out) groups and rank 8 $(grep -c '^group 8 ' hello.out), each with one fence)"
 if [ -s hello.err ]; then
   echo "stderr:" && head -n 5 hello.err
+fi
+
+section "5. PyTorch: hcg.torch.init() and a tiny model trained with tp=2, dp=2"
+if /usr/bin/python3 -c 'import torch.distributed' 2> /dev/null; then
+  ex=$src/contrib/python/examples/train_tiny.py
+  show "srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' python3 $ex"
+  PYTHONPATH=$src/contrib/python HCG_LIBRARY=$src/build/runtime/.libs/libhcg.so.0 \
+    timeout 300 srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' \
+    /usr/bin/python3 -B "$ex" 2>&1 | head -n 8 || true
+  show "python3 $ex --reference   # the same model in one process"
+  /usr/bin/python3 -B "$ex" --reference
+else
+  echo "(no torch for /usr/bin/python3: scripts/deps.sh installs python3-torch)"
 fi
 
 section "Done"

@@ -115,6 +115,20 @@ all_ok() {
   if cat "$OUT"/err.* | grep -q Traceback; then show; false; fi
 }
 
+@test "the example: tp=2, dp=2 training matches one process to rounding" {
+  local ex=$SRCDIR/contrib/python/examples/train_tiny.py
+  rm -f "$OUT"/out.*
+  run timeout -k 5 150 srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' \
+    --output="$OUT/out.%t" "$PY" -B "$ex"
+  [ "$status" -eq 0 ] || { show; false; }
+  "$PY" -B "$ex" --reference > "$OUT/reference"
+  [ "$(grep -c '^step' "$OUT/out.0")" -eq 5 ] || { show; false; }
+  paste -d' ' "$OUT/out.0" "$OUT/reference" | awk '
+    { d = $4 - $8; if (d < 0) d = -d; r = d / $8
+      if (r > 1e-12) { print "step " $2 ": " $4 " vs " $8; bad = 1 } }
+    END { exit bad }'
+}
+
 @test "NCCL backend (one GPU per communicator)" {
   "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
     skip "SKIP: no CUDA device"

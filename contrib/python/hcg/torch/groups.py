@@ -27,6 +27,7 @@ from __future__ import annotations
 import concurrent.futures
 import datetime
 import inspect
+import os
 import threading
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
@@ -185,6 +186,21 @@ def _constructed(d: Any, order: Sequence[GroupSpec], rank: int) -> Dict[str, Any
         except Exception:
             return None
 
+    devices: List[Any] = []
+    device_lock = threading.Lock()
+
+    def device() -> Any:
+        """One gloo device (one listening socket, one event loop) for all
+        the groups of this call, where torch would open one per group;
+        GLOO_SOCKET_IFNAME picks the interface, as for torch's groups."""
+        with device_lock:
+            if not devices:
+                iface = os.environ.get("GLOO_SOCKET_IFNAME")
+                devices.append(
+                    d.ProcessGroupGloo.create_device(interface=iface.split(",")[0])
+                    if iface else d.ProcessGroupGloo.create_default_device())
+            return devices[0]
+
     default_backend = str(d.get_backend())
     # The key names every group of an enumeration; its first member tells
     # this one from the others.
@@ -198,9 +214,10 @@ def _constructed(d: Any, order: Sequence[GroupSpec], rank: int) -> Dict[str, Any
         ps.add("hcg_in/%d" % grank, 1)
         try:
             if backend == "gloo":
-                # A device of its own, as torch gives each group (gloo's
-                # device honours GLOO_SOCKET_IFNAME like torch's groups).
-                pg = d.ProcessGroupGloo(ps, grank, len(s.members), s.timeout)
+                opts = d.ProcessGroupGloo._Options()
+                opts._devices = [device()]
+                opts._timeout = s.timeout
+                pg = d.ProcessGroupGloo(ps, grank, len(s.members), opts)
             elif backend == "nccl":
                 opts = s.pg_options
                 if opts is None:
