@@ -767,9 +767,31 @@ const char *hcg_comm_key(const hcg_comm *comm);
 int hcg_comm_size(const hcg_comm *comm); /* members                     */
 int hcg_comm_rank(const hcg_comm *comm); /* this rank's index in them   */
 /* The ncclComm_t and the communicator's cudaStream_t (cast them); both are
- * destroyed with the communicator. */
+ * destroyed with the communicator. The ncclComm_t is NON-BLOCKING (see
+ * hcg_comm_wait). */
 void *hcg_comm_nccl(const hcg_comm *comm);
 void *hcg_comm_stream(const hcg_comm *comm);
+
+/* Waits until the communicator has no NCCL operation in progress:
+ * HCG_OK, HCG_ENCCL when NCCL reports an error on it (ncclGetErrorString
+ * of the code; destroy it, hcg_comm_destroy then aborts it), or
+ * HCG_ETIMEOUT after the context's timeout.
+ *
+ * The communicators are non-blocking (ncclConfig_t.blocking = 0): that is
+ * what lets hcg_comm_create bound NCCL initialization with a deadline and
+ * abort a communicator whose peer failed, where a blocking initialization
+ * would wait forever for a member that never comes. The price: any NCCL
+ * call on hcg_comm_nccl() (a collective, ncclGroupEnd, ncclCommSplit...)
+ * may return ncclInProgress, which means "accepted, still being set up",
+ * not an error. The caller must then wait (this function, or its own loop
+ * on ncclCommGetAsyncError) before the next call on that communicator,
+ * and must treat ncclInProgress as success when checking results.
+ * Megatron-style callers issue collectives from one thread and expect each
+ * call to be accepted or fail, as with a blocking communicator: wrap the
+ * NCCL calls so that ncclInProgress is followed by hcg_comm_wait and that
+ * is what they get, with a bounded wait instead of a hang. Same thread
+ * rules as NCCL calls on the communicator. */
+int hcg_comm_wait(hcg_comm *comm, hcg_error *err);
 
 #ifdef __cplusplus
 }

@@ -10,19 +10,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "rt.h"
+
 #if defined(HCG_HAVE_NCCL) && defined(HCG_HAVE_CUDA)
 #define HCGRT_NCCL 1
 #include <cuda_runtime_api.h>
-/* nccl.h declares some functions without prototypes, e.g. ncclGroupStart(). */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <nccl.h>
-#pragma GCC diagnostic pop
+#include "nccl_rt.h"
 #elif defined(HCG_HAVE_CUDA)
 #include <cuda_runtime_api.h>
 #endif
-
-#include "rt.h"
 
 struct hcg_comm {
   char key[HCG_KEY_MAX];
@@ -33,6 +29,7 @@ struct hcg_comm {
   void *nccl;      /* ncclComm_t   */
   void *stream;    /* cudaStream_t */
   int state;       /* ncclResult_t while finalizing */
+  int timeout_s;   /* the context's, for hcg_comm_wait */
 };
 
 /* ---- the registry of a context ----------------------------------------- */
@@ -195,6 +192,13 @@ int hcg_comm_destroy(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   return HCG_OK; /* nothing can exist */
 }
 
+int hcg_comm_wait(hcg_comm *comm, hcg_error *err) {
+  (void)comm;
+  return hcg__fail(err, HCG_EINVAL,
+                   "invalid argument to hcg_comm_wait (this libhcg was "
+                   "built without NCCL: there are no communicators)");
+}
+
 void hcgrt_comms_free_all(hcg_ctx *ctx) {
   for (int i = 0; i < ctx->comms.n; i++)
     comm_free(ctx->comms.v[i]);
@@ -269,27 +273,69 @@ struct pending {
   int high_priority;
 };
 
-static void apply_options(ncclConfig_t *cfg, const hcg_comm_options *o,
-                          const char *net_name) {
-  if (o->min_ctas > 0)
-    cfg->minCTAs = o->min_ctas;
-  if (o->max_ctas > 0)
-    cfg->maxCTAs = o->max_ctas;
-  if (o->cga_cluster_size > 0)
-    cfg->cgaClusterSize = o->cga_cluster_size;
-  if (o->split_share >= 0)
-    cfg->splitShare = o->split_share;
-  if (o->collnet_enable >= 0)
-    cfg->collnetEnable = o->collnet_enable;
-  if (o->traffic_class >= 0)
-    cfg->trafficClass = o->traffic_class;
-  if (net_name)
-    cfg->netName = net_name;
+/* HCG_TEST_COMM_FAIL=RANK:STAGE, a hook for tests only (doc/runtime.md):
+ * hcg_comm_create then uses no device and no NCCL, counts every group as
+ * initialized without making a communicator, and rank RANK fails on
+ * purpose before the exchange (prepare) or at NCCL initialization (init).
+ * The exchange and the agreement are real, so that a cluster without GPUs
+ * can show that every peer of the failed rank learns of it. */
+enum { HOOK_PREPARE, HOOK_INIT };
+struct hook {
+  int on, rank, stage;
+};
+
+static int read_hook(struct hook *h, hcg_error *err) {
+  memset(h, 0, sizeof *h);
+  const char *s = getenv("HCG_TEST_COMM_FAIL");
+  if (!s)
+    return HCG_OK;
+  const char *colon = strchr(s, ':');
+  char num[16];
+  long long r;
+  size_t len = colon ? (size_t)(colon - s) : 0;
+  if (!colon || len == 0 || len >= sizeof num)
+    goto bad;
+  memcpy(num, s, len);
+  num[len] = '\0';
+  if (hcgrt_parse_int(num, 0, HCG_MAX_WORLD, &r))
+    goto bad;
+  if (strcmp(colon + 1, "prepare") == 0)
+    h->stage = HOOK_PREPARE;
+  else if (strcmp(colon + 1, "init") == 0)
+    h->stage = HOOK_INIT;
+  else
+    goto bad;
+  h->on = 1;
+  h->rank = (int)r;
+  return HCG_OK;
+bad:
+  return hcg__fail(err, HCG_EINVAL,
+                   "HCG_TEST_COMM_FAIL='%.64s': expected RANK:prepare or "
+                   "RANK:init (a test hook)",
+                   s);
+}
+
+/* The NCCL library's version, refused when older than libhcg supports. */
+static int nccl_version(int *version, hcg_error *err) {
+  int v = 0;
+  ncclResult_t r = ncclGetVersion(&v);
+  if (r != ncclSuccess)
+    return hcgrt_nccl_fail(err, HCG_ENCCL, r, NULL, "ncclGetVersion failed");
+  if (v < HCGRT_NCCL_MIN) {
+    char have[32];
+    return hcg__fail(err, HCG_ENOTSUP,
+                     "the NCCL library in use is %s; libhcg needs NCCL "
+                     "2.18.0 or newer",
+                     hcgrt_nccl_version_text(v, have, sizeof have));
+  }
+  *version = v;
+  return HCG_OK;
 }
 
 /* Options, callback and NCCL config of one group. */
-static int prepare(const hcg_groupset *set, const struct hcgrt_item *it,
-                   struct pending *p, hcg_error *err) {
+static int prepare(hcg_ctx *ctx, const hcg_groupset *set,
+                   const struct hcgrt_item *it, int version, struct pending *p,
+                   hcg_error *err) {
   struct hcg_comm *c = calloc(1, sizeof *c);
   if (!c)
     return hcg__fail(err, HCG_ENOMEM, "out of memory for a communicator");
@@ -297,10 +343,11 @@ static int prepare(const hcg_groupset *set, const struct hcgrt_item *it,
   snprintf(c->key, sizeof c->key, "%s", it->key);
   c->size = it->group.size;
   c->rank = it->group.index;
+  c->timeout_s = ctx->timeout_s;
   hcg_comm_options o = it->entry->opts;
   ncclConfig_t init = NCCL_CONFIG_INITIALIZER;
   p->config = init;
-  p->config.commName = c->key;
+  hcgrt_nccl_set_comm_name(&p->config, c->key);
   if (set->config_fn) {
     int rc = set->config_fn(set->config_arg, c->key, &o, &p->config);
     if (rc)
@@ -314,61 +361,94 @@ static int prepare(const hcg_groupset *set, const struct hcgrt_item *it,
     }
     /* Strings the callback put into the NCCL config must outlive the
      * communicator, which keeps the pointers: copy them. */
-    if (p->config.commName && p->config.commName != c->key &&
-        !(c->comm_name = strdup(p->config.commName)))
+    const char *name = hcgrt_nccl_comm_name(&p->config);
+    if (name && name != c->key && !(c->comm_name = strdup(name)))
       return hcg__fail(err, HCG_ENOMEM, "out of memory for a communicator");
     if (c->comm_name)
-      p->config.commName = c->comm_name;
+      hcgrt_nccl_set_comm_name(&p->config, c->comm_name);
     if (p->config.netName && !o.net_name)
       o.net_name = p->config.netName;
   }
   if (o.net_name && !(c->net_name = strdup(o.net_name)))
     return hcg__fail(err, HCG_ENOMEM, "out of memory for a communicator");
-  apply_options(&p->config, &o, c->net_name);
+  int rc = hcgrt_nccl_apply_options(&p->config, &o, c->net_name, version, err);
+  if (rc) {
+    hcgrt_prefix(err, "group '%s': ", c->key);
+    return rc;
+  }
   p->config.blocking = 0; /* hcg polls with its own deadline */
   p->high_priority = o.high_priority;
   return HCG_OK;
 }
 
-static int nccl_fail(hcg_error *err, ncclResult_t r, ncclComm_t comm,
-                     const char *what, const char *key) {
-  const char *last = ncclGetLastError(comm);
-  return hcg__fail(err, HCG_ENCCL, "%s for group '%s' failed: %s%s%s", what,
-                   key, ncclGetErrorString(r), last && *last ? ": " : "",
-                   last ? last : "");
-}
-
-/* Initializes every pending communicator in one non-blocking NCCL group and
- * polls until all are ready, one fails, or the deadline passes; on failure
- * aborts all of them. */
+/* Initializes the pending communicators not skipped in one non-blocking
+ * NCCL group and polls until all are ready, one fails, or the deadline
+ * passes; on failure aborts all of them. */
 static int init_all(hcg_ctx *ctx, const struct hcgrt_plan *plan,
-                    struct pending *p, hcg_error *err) {
-  int n = plan->n, rc = HCG_OK;
+                    struct pending *p, const int *skip, hcg_error *err) {
+  int n = plan->n, rc = HCG_OK, count = 0, first = -1;
+  for (int i = 0; i < n; i++)
+    if (!skip[i]) {
+      count++;
+      first = first < 0 ? i : first;
+      p[i].state = ncclInProgress;
+    }
+  if (!count)
+    return HCG_OK;
+  char mark[HCGRT_NCCL_MARK];
+  hcgrt_nccl_mark(mark, sizeof mark);
   ncclResult_t r = ncclGroupStart();
   if (r != ncclSuccess)
-    return nccl_fail(err, r, NULL, "ncclGroupStart", plan->items[0].key);
+    return hcgrt_nccl_fail(err, HCG_ENCCL, r, mark,
+                           "ncclGroupStart before initializing %d "
+                           "communicators failed",
+                           count);
   for (int i = 0; i < n; i++) {
+    if (skip[i])
+      continue;
     ncclUniqueId id;
     memcpy(id.internal, plan->items[i].id, HCG_ID_BYTES);
-    p[i].state = ncclInProgress;
     r = ncclCommInitRankConfig(&p[i].nccl, p[i].comm->size, id, p[i].comm->rank,
                                &p[i].config);
     if (r != ncclSuccess && r != ncclInProgress) {
-      rc = nccl_fail(err, r, p[i].nccl, "ncclCommInitRankConfig",
-                     p[i].comm->key);
+      rc = hcgrt_nccl_fail(err, HCG_ENCCL, r, mark,
+                           "ncclCommInitRankConfig for group '%s' failed",
+                           p[i].comm->key);
       break;
     }
   }
   r = ncclGroupEnd();
-  if (!rc && r != ncclSuccess && r != ncclInProgress)
-    rc = nccl_fail(err, r, NULL, "ncclGroupEnd of the initialization",
-                   plan->items[0].key);
+  if (!rc && r != ncclSuccess && r != ncclInProgress) {
+    /* Name the group that failed, when NCCL says which. */
+    int bad = -1;
+    ncclResult_t why = r;
+    for (int i = 0; i < n && bad < 0; i++) {
+      ncclResult_t st = ncclSuccess;
+      if (!skip[i] && p[i].nccl &&
+          ncclCommGetAsyncError(p[i].nccl, &st) == ncclSuccess &&
+          st != ncclSuccess && st != ncclInProgress) {
+        bad = i;
+        why = st;
+      }
+    }
+    if (bad >= 0)
+      rc = hcgrt_nccl_fail(err, HCG_ENCCL, why, mark,
+                           "initializing the NCCL communicator for group "
+                           "'%s' failed (in ncclGroupEnd)",
+                           p[bad].comm->key);
+    else
+      rc = hcgrt_nccl_fail(err, HCG_ENCCL, r, mark,
+                           "ncclGroupEnd of the initialization of %d "
+                           "communicators failed (the first is group '%s'; "
+                           "NCCL did not say which failed)",
+                           count, p[first].comm->key);
+  }
 
   double deadline = now_s() + ctx->timeout_s;
   while (!rc) {
     int busy = -1;
     for (int i = 0; i < n && !rc; i++) {
-      if (p[i].state != ncclInProgress)
+      if (skip[i] || p[i].state != ncclInProgress)
         continue;
       ncclResult_t st = ncclInProgress;
       r = ncclCommGetAsyncError(p[i].nccl, &st);
@@ -376,8 +456,10 @@ static int init_all(hcg_ctx *ctx, const struct hcgrt_plan *plan,
       if (p[i].state == ncclInProgress)
         busy = i;
       else if (p[i].state != ncclSuccess)
-        rc = nccl_fail(err, p[i].state, p[i].nccl,
-                       "initializing the NCCL communicator", p[i].comm->key);
+        rc = hcgrt_nccl_fail(err, HCG_ENCCL, p[i].state, mark,
+                             "initializing the NCCL communicator for group "
+                             "'%s' failed",
+                             p[i].comm->key);
     }
     if (rc || busy < 0)
       break;
@@ -390,21 +472,18 @@ static int init_all(hcg_ctx *ctx, const struct hcgrt_plan *plan,
     }
     nap();
   }
-  if (rc)
-    for (int i = 0; i < n; i++)
-      if (p[i].nccl) {
-        ncclCommAbort(p[i].nccl);
-        p[i].nccl = NULL;
-      }
   return rc;
 }
 
-static int make_streams(struct pending *p, int n, hcg_error *err) {
+static int make_streams(struct pending *p, int n, const int *skip,
+                        hcg_error *err) {
   int least = 0, greatest = 0;
   cudaError_t ce = cudaDeviceGetStreamPriorityRange(&least, &greatest);
   if (ce != cudaSuccess)
     return cuda_fail(err, ce, "cudaDeviceGetStreamPriorityRange");
   for (int i = 0; i < n; i++) {
+    if (skip[i])
+      continue;
     cudaStream_t s;
     ce = cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking,
                                       p[i].high_priority ? greatest : least);
@@ -415,62 +494,265 @@ static int make_streams(struct pending *p, int n, hcg_error *err) {
   return HCG_OK;
 }
 
-int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
-  int rc = hcgrt_check_set(ctx, set, "hcg_comm_create", err);
+/* Aborts pending communicator i, if it was made, and its stream. */
+static void abort_one(struct pending *p) {
+  if (p->nccl)
+    ncclCommAbort(p->nccl);
+  p->nccl = NULL;
+  if (p->comm && p->comm->stream)
+    cudaStreamDestroy(p->comm->stream);
+  if (p->comm)
+    p->comm->stream = NULL;
+}
+
+static void abort_all(struct pending *p, int n) {
+  for (int i = 0; p && i < n; i++)
+    abort_one(&p[i]);
+}
+
+/* The state of one hcg_comm_create. */
+struct create {
+  struct hcgrt_plan plan;
+  struct pending *p;
+  int *skip;                 /* groups not initialized: a member failed */
+  struct hcgrt_verdict *v1;  /* READY verdicts                          */
+  struct hcgrt_verdict *v2;  /* DONE verdicts                           */
+  int status;                /* this rank's own failure, or HCG_OK      */
+  hcg_error own;             /* its message                             */
+};
+
+/* Everything up to the exchange, none of which needs a peer. */
+static void stage_local(hcg_ctx *ctx, const hcg_groupset *set,
+                        const struct hook *hook, struct create *cr) {
+  int n;
+  cr->status = hcgrt_plan_build(set, ctx->rank, 0, &cr->plan, &cr->own);
+  if (cr->status || (n = cr->plan.n) == 0)
+    return;
+  cr->p = calloc((size_t)n, sizeof *cr->p);
+  cr->skip = calloc((size_t)n, sizeof *cr->skip);
+  cr->v1 = calloc((size_t)n, sizeof *cr->v1);
+  cr->v2 = calloc((size_t)n, sizeof *cr->v2);
+  if (!cr->p || !cr->skip || !cr->v1 || !cr->v2) {
+    cr->status = hcg__fail(&cr->own, HCG_ENOMEM,
+                           "out of memory for communicators");
+    return;
+  }
+  int version = 0;
+  if ((cr->status = nccl_version(&version, &cr->own)))
+    return;
+  for (int i = 0; i < n; i++)
+    if (lookup(ctx, cr->plan.items[i].key)) {
+      cr->status = hcg__fail(&cr->own, HCG_EEXIST,
+                             "a communicator for group '%s' already exists "
+                             "in this context (hcg_comm_destroy it first)",
+                             cr->plan.items[i].key);
+      return;
+    }
+  for (int i = 0; i < n; i++)
+    if ((cr->status = prepare(ctx, set, &cr->plan.items[i], version,
+                              &cr->p[i], &cr->own)))
+      return;
+  if (hook->on && hook->stage == HOOK_PREPARE && hook->rank == ctx->rank) {
+    cr->status = hcg__fail(&cr->own, HCG_ENCCL,
+                           "HCG_TEST_COMM_FAIL: rank %d fails before the "
+                           "exchange (a test hook)",
+                           ctx->rank);
+    return;
+  }
+  if (!hook->on)
+    cr->status = hcg_ctx_device(ctx, NULL, &cr->own);
+}
+
+/* The communicators whose groups succeeded everywhere go to the context
+ * (none under the test hook, which made none). */
+static int keep(hcg_ctx *ctx, struct create *cr, int *kept) {
+  int n = cr->plan.n, k = 0;
+  *kept = 0;
+  struct hcg_comm **v = n > 0 ? calloc((size_t)n, sizeof *v) : NULL;
+  if (n && !v)
+    return HCG_ENOMEM;
+  for (int i = 0; i < n; i++)
+    if (cr->p[i].nccl) {
+      cr->p[i].comm->nccl = cr->p[i].nccl;
+      v[k++] = cr->p[i].comm;
+    }
+  int rc = registry_add(ctx, v, k);
+  free(v);
   if (rc)
     return rc;
-  struct hcgrt_plan plan;
-  if ((rc = hcgrt_plan_build(set, ctx->rank, 0, &plan, err)))
-    return rc;
-  struct pending *p = NULL;
-  for (int i = 0; i < plan.n && !rc; i++)
-    if (lookup(ctx, plan.items[i].key))
-      rc = hcg__fail(err, HCG_EEXIST,
-                     "a communicator for group '%s' already exists in this "
-                     "context (hcg_comm_destroy it first)",
-                     plan.items[i].key);
-  /* Options and callbacks first: they need no device. */
-  if (!rc && plan.n > 0 && !(p = calloc((size_t)plan.n, sizeof *p)))
-    rc = hcg__fail(err, HCG_ENOMEM, "out of memory for communicators");
-  for (int i = 0; i < plan.n && !rc; i++)
-    rc = prepare(set, &plan.items[i], &p[i], err);
-  /* A rank in none of the groups needs no device, only the fence. */
-  if (!rc && plan.n > 0)
-    rc = hcg_ctx_device(ctx, NULL, err);
-  if (!rc)
-    rc = hcgrt_exchange_plan(ctx, &plan, 0, err);
-  if (!rc && plan.n > 0)
-    rc = init_all(ctx, &plan, p, err);
-  if (!rc && plan.n > 0 && (rc = make_streams(p, plan.n, err)))
-    for (int i = 0; i < plan.n; i++)
-      ncclCommAbort(p[i].nccl);
-  if (!rc) {
-    struct hcg_comm **v = plan.n > 0 ? calloc((size_t)plan.n, sizeof *v) : NULL;
-    for (int i = 0; v && i < plan.n; i++) {
-      p[i].comm->nccl = p[i].nccl;
-      v[i] = p[i].comm;
-    }
-    if ((plan.n && !v) || registry_add(ctx, v, plan.n)) {
-      for (int i = 0; i < plan.n; i++) {
-        ncclCommAbort(p[i].nccl);
-        p[i].comm->nccl = NULL;
-      }
-      rc = hcg__fail(err, HCG_ENOMEM, "out of memory for communicators");
+  for (int i = 0; i < n; i++)
+    if (cr->p[i].nccl)
+      cr->p[i].comm = NULL; /* the context owns it now */
+  ctx->stats.comms_created += k;
+  *kept = k;
+  return HCG_OK;
+}
+
+/* The error of a rank that did its part when a peer did not: the first
+ * failed group of the plan, its failed members, and how many more. */
+static int peer_failure(const struct create *cr, int kept, hcg_error *err) {
+  int first = -1, more = 0;
+  const struct hcgrt_verdict *fv = NULL;
+  for (int i = 0; i < cr->plan.n; i++) {
+    const struct hcgrt_verdict *vv = cr->skip[i] ? &cr->v1[i] : &cr->v2[i];
+    if (!vv->status)
+      continue;
+    if (first < 0) {
+      first = i;
+      fv = vv;
     } else {
-      ctx->stats.comms_created += plan.n;
-      for (int i = 0; i < plan.n; i++)
-        p[i].comm = NULL; /* the context owns them now */
+      more++;
     }
-    free(v);
   }
-  for (int i = 0; p && i < plan.n; i++) {
-    if (p[i].comm && p[i].comm->stream)
-      cudaStreamDestroy(p[i].comm->stream);
-    comm_free(p[i].comm);
+  if (first < 0)
+    return HCG_OK;
+  char who[256];
+  hcgrt_verdict_text(fv, who, sizeof who);
+  int code = fv->status == HCG_ETIMEOUT ? HCG_ETIMEOUT : HCG_ENCCL;
+  return hcg__fail(err, code,
+                   "the communicator of group '%s' was not formed: %s "
+                   "failed %s, so every member %s (%d more of this rank's "
+                   "groups failed; %d communicators of this call were kept, "
+                   "their members all succeeded)",
+                   cr->plan.items[first].key, who,
+                   cr->skip[first] ? "before NCCL initialization"
+                                   : "to initialize it",
+                   cr->skip[first] ? "left it uninitialized"
+                                   : "aborted it",
+                   more, kept);
+}
+
+static void create_free(struct create *cr) {
+  for (int i = 0; cr->p && i < cr->plan.n; i++) {
+    abort_one(&cr->p[i]);
+    comm_free(cr->p[i].comm);
   }
-  free(p);
-  hcgrt_plan_free(&plan);
+  free(cr->p);
+  free(cr->skip);
+  free(cr->v1);
+  free(cr->v2);
+  hcgrt_plan_free(&cr->plan);
+}
+
+/* Returns the rank's own failure when it has one, else rc with err. */
+static int finish(struct create *cr, int rc, hcg_error *err) {
+  if (cr->status) {
+    rc = cr->status;
+    if (err)
+      *err = cr->own;
+  }
+  create_free(cr);
   return rc;
+}
+
+int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
+  int rc = hcgrt_check_set(ctx, set, "hcg_comm_create", err);
+  struct hook hook;
+  if (rc || (rc = read_hook(&hook, err)))
+    return rc;
+
+  /* From here on this rank takes part in both fences whatever happens to
+   * it, so that its peers learn of its failure instead of waiting for it;
+   * cr.status holds its own failure. A context that cannot fence at all
+   * still reports a local failure first (it is the more useful message). */
+  struct create cr;
+  memset(&cr, 0, sizeof cr);
+  stage_local(ctx, set, &hook, &cr);
+  int n = cr.plan.n;
+  if ((rc = hcgrt_exchange_usable(ctx, err)))
+    return finish(&cr, rc, err);
+
+  /* Fence 1: the ids and every rank's READY status. */
+  long long epoch = hcgrt_exchange_begin(ctx);
+  int flags = hook.on ? HCG_EXCHANGE_RANDOM_IDS : 0;
+  hcg_error scratch = HCG_ERROR_INIT;
+  if (!cr.status)
+    cr.status = hcgrt_exchange_publish(ctx, &cr.plan, epoch, flags, &cr.own);
+  rc = hcgrt_agree_put(ctx, epoch, HCGRT_AGREE_READY, cr.status,
+                       cr.status ? &scratch : &cr.own);
+  cr.status = cr.status ? cr.status : rc;
+  if ((rc = hcgrt_exchange_fence(ctx, ctx->timeout_s, "the group exchange",
+                                 err)))
+    return finish(&cr, rc, err);
+
+  /* Groups with a member that failed already are left alone by all. */
+  if (!cr.status)
+    cr.status = hcgrt_agree_read(ctx, &cr.plan, NULL, epoch,
+                                 HCGRT_AGREE_READY, cr.v1, &cr.own);
+  for (int i = 0; !cr.status && i < n; i++)
+    cr.skip[i] = cr.v1[i].status != HCG_OK;
+  if (!cr.status)
+    cr.status = hcgrt_exchange_fetch(ctx, &cr.plan, epoch, cr.skip, &cr.own);
+  if (!cr.status && !hook.on) {
+    cr.status = init_all(ctx, &cr.plan, cr.p, cr.skip, &cr.own);
+    if (!cr.status)
+      cr.status = make_streams(cr.p, n, cr.skip, &cr.own);
+  }
+  if (!cr.status && hook.on && hook.stage == HOOK_INIT &&
+      hook.rank == ctx->rank)
+    cr.status = hcg__fail(&cr.own, HCG_ENCCL,
+                          "HCG_TEST_COMM_FAIL: rank %d fails its NCCL "
+                          "initialization (a test hook)",
+                          ctx->rank);
+  if (cr.status)
+    abort_all(cr.p, n);
+
+  /* Fence 2: every rank's DONE status. Peers may still be in NCCL
+   * initialization (up to the timeout) when a rank arrives. */
+  rc = hcgrt_agree_put(ctx, epoch, HCGRT_AGREE_DONE, cr.status,
+                       cr.status ? &scratch : &cr.own);
+  if (rc && !cr.status) {
+    cr.status = rc;
+    abort_all(cr.p, n);
+  }
+  if ((rc = hcgrt_exchange_fence(ctx, 2 * ctx->timeout_s + 5,
+                                 "the agreement on the communicators", err)))
+    return finish(&cr, rc, err); /* unknown outcome: abort everything */
+  if (!cr.status &&
+      (cr.status = hcgrt_agree_read(ctx, &cr.plan, cr.skip, epoch,
+                                    HCGRT_AGREE_DONE, cr.v2, &cr.own)))
+    abort_all(cr.p, n);
+  for (int i = 0; !cr.status && i < n; i++)
+    if (!cr.skip[i] && cr.v2[i].status)
+      abort_one(&cr.p[i]); /* a member failed: all members abort it */
+  if (cr.status)
+    return finish(&cr, cr.status, err);
+
+  int kept = 0;
+  if (keep(ctx, &cr, &kept)) {
+    abort_all(cr.p, n);
+    return finish(&cr, hcg__fail(err, HCG_ENOMEM,
+                                 "out of memory for communicators"),
+                  err);
+  }
+  return finish(&cr, peer_failure(&cr, kept, err), err);
+}
+
+int hcg_comm_wait(hcg_comm *comm, hcg_error *err) {
+  if (!comm || !comm->nccl)
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_comm_wait");
+  char mark[HCGRT_NCCL_MARK];
+  hcgrt_nccl_mark(mark, sizeof mark);
+  double deadline = now_s() + comm->timeout_s;
+  for (;;) {
+    ncclResult_t st = ncclInProgress;
+    ncclResult_t r = ncclCommGetAsyncError(comm->nccl, &st);
+    if (r != ncclSuccess)
+      st = r;
+    if (st == ncclSuccess)
+      return HCG_OK;
+    if (st != ncclInProgress)
+      return hcgrt_nccl_fail(err, HCG_ENCCL, st, mark,
+                             "the communicator of group '%s' failed "
+                             "(hcg_comm_destroy aborts it)",
+                             comm->key);
+    if (now_s() > deadline)
+      return hcg__fail(err, HCG_ETIMEOUT,
+                       "the communicator of group '%s' was still in "
+                       "progress after %d s",
+                       comm->key, comm->timeout_s);
+    nap();
+  }
 }
 
 /* Finalizes v[0..n-1] together, polls, then destroys (or aborts) each and
@@ -482,6 +764,8 @@ static int destroy_list(hcg_ctx *ctx, struct hcg_comm **v, int n,
   if (ctx->device >= 0)
     cudaSetDevice(ctx->device);
   int rc = HCG_OK;
+  char mark[HCGRT_NCCL_MARK];
+  hcgrt_nccl_mark(mark, sizeof mark);
   for (int i = 0; i < n; i++) {
     ncclResult_t r = ncclCommFinalize(v[i]->nccl);
     v[i]->state = r == ncclSuccess ? ncclInProgress : r;
@@ -514,8 +798,10 @@ static int destroy_list(hcg_ctx *ctx, struct hcg_comm **v, int n,
       ncclCommDestroy(v[i]->nccl);
     } else {
       if (!rc && v[i]->state != ncclInProgress)
-        rc = nccl_fail(err, v[i]->state, v[i]->nccl,
-                       "finalizing the NCCL communicator", v[i]->key);
+        rc = hcgrt_nccl_fail(err, HCG_ENCCL, v[i]->state, mark,
+                             "finalizing the NCCL communicator for group "
+                             "'%s' failed",
+                             v[i]->key);
       ncclCommAbort(v[i]->nccl);
     }
     if (v[i]->stream)

@@ -12,15 +12,10 @@
 #include <string.h>
 #include <sys/random.h>
 
-#ifdef HCG_HAVE_NCCL
-/* nccl.h declares some functions without prototypes, e.g. ncclGroupStart(). */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <nccl.h>
-#pragma GCC diagnostic pop
-#endif
-
 #include "rt.h"
+#ifdef HCG_HAVE_NCCL
+#include "nccl_rt.h"
+#endif
 
 /* PMIx's PMIX_MAX_KEYLEN (checked against pmix.h in pmix.c). */
 #define HCGRT_PMIX_MAX_KEYLEN 511
@@ -75,11 +70,12 @@ static int make_id(unsigned char *id, int flags, const char *key,
 #ifdef HCG_HAVE_NCCL
   if (!(flags & HCG_EXCHANGE_RANDOM_IDS)) {
     ncclUniqueId u;
+    char mark[HCGRT_NCCL_MARK];
+    hcgrt_nccl_mark(mark, sizeof mark);
     ncclResult_t r = ncclGetUniqueId(&u);
     if (r != ncclSuccess)
-      return hcg__fail(err, HCG_ENCCL,
-                       "ncclGetUniqueId for group '%s' failed: %s (%s)", key,
-                       ncclGetErrorString(r), ncclGetLastError(NULL));
+      return hcgrt_nccl_fail(err, HCG_ENCCL, r, mark,
+                             "ncclGetUniqueId for group '%s' failed", key);
     _Static_assert(sizeof u.internal == HCG_ID_BYTES, "ncclUniqueId size");
     memcpy(id, u.internal, HCG_ID_BYTES);
     return HCG_OK;
@@ -91,7 +87,7 @@ static int make_id(unsigned char *id, int flags, const char *key,
   return hcgrt_random_id(id, err);
 }
 
-static int usable(hcg_ctx *ctx, hcg_error *err) {
+int hcgrt_exchange_usable(hcg_ctx *ctx, hcg_error *err) {
 #ifndef HCG_HAVE_PMIX
   (void)ctx;
   return hcg__fail(err, HCG_ENOTSUP,
@@ -141,12 +137,13 @@ static int needs_get(const struct hcgrt_item *it, int rank) {
   return it->member && it->leader != rank && it->group.size > 1;
 }
 
-/* Fetches the ids of items[from, to) this rank does not lead. */
+/* Fetches the ids of items[from, to) this rank does not lead, but for
+ * those with skip[i] set (skip may be NULL). */
 static int fetch(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
-                 long long epoch, hcg_error *err) {
+                 long long epoch, const int *skip, hcg_error *err) {
   int n = 0;
   for (int i = from; i < to; i++)
-    n += needs_get(&items[i], ctx->rank);
+    n += needs_get(&items[i], ctx->rank) && !(skip && skip[i]);
   if (!n)
     return HCG_OK;
   struct hcgrt_get *gets = calloc((size_t)n, sizeof *gets);
@@ -159,7 +156,7 @@ static int fetch(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
   int k = 0;
   for (int i = from; i < to && !rc; i++) {
     struct hcgrt_item *it = &items[i];
-    if (!needs_get(it, ctx->rank))
+    if (!needs_get(it, ctx->rank) || (skip && skip[i]))
       continue;
     rc = hcg_exchange_pmix_key(ctx->tag, epoch, it->key, keys[k],
                                sizeof keys[k]);
@@ -180,24 +177,49 @@ out:
   return rc;
 }
 
-static int fence(hcg_ctx *ctx, hcg_error *err) {
+int hcgrt_exchange_fence(hcg_ctx *ctx, int timeout_s, const char *what,
+                         hcg_error *err) {
   int rc = hcgrt_pmix_commit(ctx->pmix, err);
   if (rc)
     return rc;
   ctx->stats.fences++;
-  rc = hcgrt_pmix_fence(ctx->pmix, ctx->timeout_s, err);
+  rc = hcgrt_pmix_fence(ctx->pmix, timeout_s, what, err);
   if (rc)
     ctx->broken = 1; /* its fences no longer pair with the others' */
   return rc;
 }
 
+static int fence(hcg_ctx *ctx, hcg_error *err) {
+  return hcgrt_exchange_fence(ctx, ctx->timeout_s, "the group exchange", err);
+}
+
+long long hcgrt_exchange_begin(hcg_ctx *ctx) {
+  ctx->stats.exchanges++;
+  return ctx->epoch++;
+}
+
+int hcgrt_exchange_publish(hcg_ctx *ctx, struct hcgrt_plan *plan,
+                           long long epoch, int flags, hcg_error *err) {
+  for (int i = 0; i < plan->n; i++)
+    if (plan->items[i].member && plan->items[i].leader == ctx->rank) {
+      int rc = publish(ctx, &plan->items[i], epoch, flags, err);
+      if (rc)
+        return rc;
+    }
+  return HCG_OK;
+}
+
+int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan,
+                         long long epoch, const int *skip, hcg_error *err) {
+  return fetch(ctx, plan->items, 0, plan->n, epoch, skip, err);
+}
+
 int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
                         hcg_error *err) {
-  int rc = usable(ctx, err);
+  int rc = hcgrt_exchange_usable(ctx, err);
   if (rc)
     return rc;
-  long long epoch = ctx->epoch++;
-  ctx->stats.exchanges++;
+  long long epoch = hcgrt_exchange_begin(ctx);
   struct hcgrt_item *items = plan->items;
 
   if (flags & HCG_EXCHANGE_NAIVE) {
@@ -207,19 +229,16 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
           (rc = publish(ctx, &items[i], epoch, flags, err)))
         return rc;
       if ((rc = fence(ctx, err)) ||
-          (rc = fetch(ctx, items, i, i + 1, epoch, err)))
+          (rc = fetch(ctx, items, i, i + 1, epoch, NULL, err)))
         return rc;
     }
     return HCG_OK;
   }
 
-  for (int i = 0; i < plan->n; i++)
-    if (items[i].member && items[i].leader == ctx->rank &&
-        (rc = publish(ctx, &items[i], epoch, flags, err)))
-      return rc;
-  if ((rc = fence(ctx, err)))
+  if ((rc = hcgrt_exchange_publish(ctx, plan, epoch, flags, err)) ||
+      (rc = fence(ctx, err)))
     return rc;
-  return fetch(ctx, items, 0, plan->n, epoch, err);
+  return fetch(ctx, items, 0, plan->n, epoch, NULL, err);
 }
 
 int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
@@ -234,7 +253,7 @@ int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
   if (flags & ~(HCG_EXCHANGE_NAIVE | HCG_EXCHANGE_RANDOM_IDS))
     return hcg__fail(err, HCG_EINVAL, "hcg_exchange_ids: unknown flags 0x%x",
                      (unsigned)flags);
-  if ((rc = usable(ctx, err)))
+  if ((rc = hcgrt_exchange_usable(ctx, err)))
     return rc;
   struct hcgrt_plan plan;
   rc = hcgrt_plan_build(set, ctx->rank, flags & HCG_EXCHANGE_NAIVE, &plan, err);
@@ -309,7 +328,7 @@ int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
                      "hcg_ctx_broadcast: root %d is not a rank of the job "
                      "(world size %d)",
                      root, ctx->world);
-  int rc = usable(ctx, err);
+  int rc = hcgrt_exchange_usable(ctx, err);
   if (rc)
     return rc;
   long long epoch = ctx->epoch++;

@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,9 +51,11 @@ int hcgrt_pmix_commit(struct hcgrt_pmix *px, hcg_error *err) {
   (void)px;
   return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
 }
-int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, hcg_error *err) {
+int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, const char *what,
+                     hcg_error *err) {
   (void)px;
   (void)timeout_s;
+  (void)what;
   return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
 }
 int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
@@ -302,7 +305,8 @@ static void fence_cb(pmix_status_t st, void *cbdata) {
   waitblock_done(cbdata, st);
 }
 
-int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, hcg_error *err) {
+int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, const char *what,
+                     hcg_error *err) {
   (void)px;
   struct waitblock *wb = waitblock_new();
   if (!wb)
@@ -323,26 +327,29 @@ int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, hcg_error *err) {
   }
   if (waitblock_wait(wb, timeout_s))
     return hcg__fail(err, HCG_ETIMEOUT,
-                     "the PMIx fence of the group exchange did not complete "
-                     "in %d s: a process of the job did not reach it "
-                     "(exited, crashed, or is stuck)",
-                     timeout_s);
+                     "the PMIx fence of %s did not complete in %d s: a "
+                     "process of the job did not reach it (exited, crashed, "
+                     "or is stuck)",
+                     what, timeout_s);
   st = wb->status;
   waitblock_free(wb);
   if (st == PMIX_ERR_TIMEOUT)
     return hcg__fail(err, HCG_ETIMEOUT,
-                     "the PMIx fence of the group exchange timed out after "
-                     "%d s: a process of the job did not reach it (exited, "
-                     "crashed, or is stuck)",
-                     timeout_s);
+                     "the PMIx fence of %s timed out after %d s: a process "
+                     "of the job did not reach it (exited, crashed, or is "
+                     "stuck)",
+                     what, timeout_s);
   if (st == PMIX_ERR_PARTIAL_SUCCESS)
     return hcg__fail(err, HCG_EPMIX,
-                     "the PMIx fence of the group exchange failed: a process "
-                     "of the job left before reaching it (it finalized PMIx "
-                     "or ended) (PMIx: %s)",
-                     PMIx_Error_string(st));
-  if (st != PMIX_SUCCESS)
-    return pmix_error(err, st, "the PMIx fence of the group exchange");
+                     "the PMIx fence of %s failed: a process of the job "
+                     "left before reaching it (it finalized PMIx or ended) "
+                     "(PMIx: %s)",
+                     what, PMIx_Error_string(st));
+  if (st != PMIX_SUCCESS) {
+    char label[128];
+    snprintf(label, sizeof label, "the PMIx fence of %s", what);
+    return pmix_error(err, st, label);
+  }
   return HCG_OK;
 }
 

@@ -38,8 +38,10 @@ int hcgrt_pmix_have_own(struct hcgrt_pmix *px, const char *key);
 int hcgrt_pmix_put(struct hcgrt_pmix *px, const char *key,
                    const unsigned char *data, size_t len, hcg_error *err);
 int hcgrt_pmix_commit(struct hcgrt_pmix *px, hcg_error *err);
-/* One fence over all processes of the namespace, no data collection. */
-int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, hcg_error *err);
+/* One fence over all processes of the namespace, no data collection.
+ * `what` names it in messages ("the group exchange"). */
+int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, const char *what,
+                     hcg_error *err);
 
 /* Fetches `n` values of `len` bytes: key[i] from rank[i], into out[i].
  * Issued together; each waits at most timeout_s. */
@@ -140,10 +142,51 @@ int hcgrt_check_options(const hcg_comm_options *o, hcg_error *err);
 /* Runs the exchange of a plan: fills item->id for every member item. */
 int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
                         hcg_error *err);
+/* The steps of an exchange, for hcg_comm_create, which publishes its
+ * status into the same fence (agree.c):
+ *  - usable: HCG_EPMIX/HCG_ENOTSUP when the context cannot fence at all;
+ *  - begin: counts the exchange and returns its epoch (PMIx key space);
+ *  - publish: the ids of the groups this rank leads;
+ *  - fence: commit and one fence (a failure marks the context broken);
+ *  - fetch: the ids of the groups it does not lead (but skip[i]). */
+int hcgrt_exchange_usable(hcg_ctx *ctx, hcg_error *err);
+long long hcgrt_exchange_begin(hcg_ctx *ctx);
+int hcgrt_exchange_publish(hcg_ctx *ctx, struct hcgrt_plan *plan,
+                           long long epoch, int flags, hcg_error *err);
+int hcgrt_exchange_fence(hcg_ctx *ctx, int timeout_s, const char *what,
+                         hcg_error *err);
+int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan,
+                         long long epoch, const int *skip, hcg_error *err);
 /* 128 random bytes (getrandom). */
 int hcgrt_random_id(unsigned char *id, hcg_error *err);
 /* 64-bit FNV-1a of a byte string, with a seed mixed in. */
 uint64_t hcgrt_hash64(const void *data, size_t len, uint64_t seed);
+
+/* ---- the agreement of hcg_comm_create (agree.c) ----------------------- */
+
+enum { HCGRT_AGREE_READY = 0, HCGRT_AGREE_DONE = 1 };
+#define HCGRT_VERDICT_NAMED 8 /* failed ranks a message names */
+
+/* What the other members of one group reported. */
+struct hcgrt_verdict {
+  int status; /* HCG_OK, or the status of the first failed member */
+  int nbad;   /* members that failed (or could not be read)        */
+  int bad[HCGRT_VERDICT_NAMED]; /* the first of them, ascending    */
+};
+
+/* Publishes this rank's status for a phase of the exchange `epoch`. */
+int hcgrt_agree_put(hcg_ctx *ctx, long long epoch, int phase, int status,
+                    hcg_error *err);
+/* After the phase's fence: v[i] for each member item of the plan with two
+ * or more members and skip[i] == 0 (skip may be NULL). One get per
+ * distinct other member, within the context's timeout in all; a member
+ * that cannot be read counts as failed. Fails only for lack of memory. */
+int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
+                     const int *skip, long long epoch, int phase,
+                     struct hcgrt_verdict *v, hcg_error *err);
+/* "ranks 3, 5 (first: ...)" for messages. */
+void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf,
+                        size_t cap);
 
 /* ---- environment (ctx.c) ----------------------------------------------- */
 
