@@ -62,6 +62,9 @@ static void usage(FILE *f) {
         "  --naive            one fence per group key instead of one in all\n"
         "  --random-ids       random ids instead of ncclGetUniqueId\n"
         "  --no-comm          exchange ids only; create no communicator\n"
+        "  --force-comm       call hcg_comm_create even without a device\n"
+        "                     (to see its error; with the test hook\n"
+        "                     HCG_TEST_COMM_FAIL, its agreement)\n"
         "  --exchanges N      run the exchange N times (default 1)\n"
         "  --timeout S        seconds before a missing peer is an error\n"
         "  --pmix MODE        require (default), auto or off\n"
@@ -88,7 +91,7 @@ struct opts {
   int nspecs;
   const char *collections[HCG_MAX_GRIDS];
   int ncollections;
-  int naive, random_ids, no_comm, quiet, exchanges, timeout, pmix;
+  int naive, random_ids, no_comm, force_comm, quiet, exchanges, timeout, pmix;
   int exit_rank;
   const char *tag;
 };
@@ -110,6 +113,8 @@ static int parse_args(int argc, char **argv, struct opts *o) {
       o->random_ids = 1;
     } else if (!strcmp(a, "--no-comm")) {
       o->no_comm = 1;
+    } else if (!strcmp(a, "--force-comm")) {
+      o->force_comm = 1;
     } else if (!strcmp(a, "--quiet")) {
       o->quiet = 1;
     } else if (v && !strcmp(a, "--spec") && o->nspecs < 64) {
@@ -240,12 +245,13 @@ static int allreduce_all(const hcg_ctx *ctx, const hcg_exchange *x) {
         cudaMemcpy(buf, &v, sizeof v, cudaMemcpyHostToDevice) == cudaSuccess;
     if (ok) {
       ncclResult_t r = ncclAllReduce(buf, buf, 1, ncclDouble, ncclSum, nc, s);
-      while (r == ncclInProgress) { /* non-blocking communicator */
-        struct timespec t = {0, 100000};
-        nanosleep(&t, NULL);
-        if (ncclCommGetAsyncError(nc, &r) != ncclSuccess)
-          r = ncclInternalError;
-      }
+      /* A non-blocking communicator: "in progress" is accepted, not
+       * failed; wait before the next call on it. */
+      hcg_error werr = HCG_ERROR_INIT;
+      if (r == ncclInProgress && hcg_comm_wait(c, &werr) == HCG_OK)
+        r = ncclSuccess;
+      else if (r == ncclInProgress)
+        fprintf(stderr, "hcg-hello: rank %d: %s\n", rank, werr.message);
       ok = r == ncclSuccess && cudaStreamSynchronize(s) == cudaSuccess &&
            cudaMemcpy(&got, buf, sizeof got, cudaMemcpyDeviceToHost) ==
                cudaSuccess;
@@ -305,7 +311,7 @@ int main(int argc, char **argv) {
     int dev;
     hcg_error derr = HCG_ERROR_INIT;
     int drc = hcg_ctx_device(ctx, &dev, &derr);
-    if (drc) {
+    if (drc && !o.force_comm) {
       printf("comms %d skipped: %s: %s\n", rank, code_name(drc), derr.message);
       want_comm = 0;
     }
@@ -323,8 +329,11 @@ int main(int argc, char **argv) {
     print_groups(ctx, x);
 
   if (want_comm) {
-    if ((rc = hcg_comm_create(ctx, set, &err)))
+    if ((rc = hcg_comm_create(ctx, set, &err))) {
+      printf("comms %d failed kept %d fences %lld\n", rank,
+             hcg_ctx_num_comms(ctx), hcg_ctx_num_fences(ctx));
       goto fail;
+    }
 #ifdef HELLO_GPU
     status = allreduce_all(ctx, x);
 #endif

@@ -174,9 +174,5 @@ void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf,
     len += (size_t)snprintf(buf + len, cap - len, "%s%d", k ? ", " : "",
                             v->bad[k]);
   if (v->nbad > shown && len < cap)
-    len += (size_t)snprintf(buf + len, cap - len, " and %d more",
-                            v->nbad - shown);
-  if (len < cap)
-    snprintf(buf + len, cap - len, " (%s%s)", v->nbad > 1 ? "first: " : "",
-             hcg_strerror(v->status));
+    snprintf(buf + len, cap - len, " and %d more", v->nbad - shown);
 }

@@ -611,12 +611,13 @@ static int peer_failure(const struct create *cr, int kept, hcg_error *err) {
   int code = fv->status == HCG_ETIMEOUT ? HCG_ETIMEOUT : HCG_ENCCL;
   return hcg__fail(err, code,
                    "the communicator of group '%s' was not formed: %s "
-                   "failed %s, so every member %s (%d more of this rank's "
-                   "groups failed; %d communicators of this call were kept, "
-                   "their members all succeeded)",
+                   "failed %s (%s%s), so every member %s; of this rank's "
+                   "other groups in the call %d failed and %d were formed "
+                   "and kept",
                    cr->plan.items[first].key, who,
                    cr->skip[first] ? "before NCCL initialization"
                                    : "to initialize it",
+                   fv->nbad > 1 ? "the first: " : "", hcg_strerror(fv->status),
                    cr->skip[first] ? "left it uninitialized"
                                    : "aborted it",
                    more, kept);

@@ -184,7 +184,7 @@ int hcgrt_agree_put(hcg_ctx *ctx, long long epoch, int phase, int status,
 int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
                      const int *skip, long long epoch, int phase,
                      struct hcgrt_verdict *v, hcg_error *err);
-/* "ranks 3, 5 (first: ...)" for messages. */
+/* "rank 3", "ranks 3, 5" or "ranks 0, ..., 7 and 9 more" for messages. */
 void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf,
                         size_t cap);
 

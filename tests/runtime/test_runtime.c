@@ -740,6 +740,27 @@ START_TEST(test_parse_int) {
 }
 END_TEST
 
+/* How the agreement names the failed members of a group. */
+START_TEST(test_verdict_text) {
+  struct hcgrt_verdict v = {HCG_ENCCL, 1, {3}};
+  char buf[256];
+  hcgrt_verdict_text(&v, buf, sizeof buf);
+  ck_assert_str_eq(buf, "rank 3");
+  v.nbad = 2;
+  v.bad[1] = 5;
+  hcgrt_verdict_text(&v, buf, sizeof buf);
+  ck_assert_str_eq(buf, "ranks 3, 5");
+  v.nbad = HCGRT_VERDICT_NAMED + 9;
+  for (int i = 0; i < HCGRT_VERDICT_NAMED; i++)
+    v.bad[i] = i;
+  hcgrt_verdict_text(&v, buf, sizeof buf);
+  ck_assert_str_eq(buf, "ranks 0, 1, 2, 3, 4, 5, 6, 7 and 9 more");
+  char tiny[8]; /* truncated, still terminated */
+  hcgrt_verdict_text(&v, tiny, sizeof tiny);
+  ck_assert_int_eq((int)strlen(tiny), 7);
+}
+END_TEST
+
 /* ---- without PMIx, NCCL or a GPU
  * ----------------------------------------------- */
 
@@ -787,6 +808,7 @@ START_TEST(test_comm_no_device) {
   ck_assert_ptr_null(hcg_comm_key(NULL));
   ck_assert_int_eq(hcg_comm_size(NULL), 0);
   ck_assert_int_eq(hcg_comm_rank(NULL), -1);
+  ck_assert_int_eq(hcg_comm_wait(NULL, &err), HCG_EINVAL);
   /* Destroying what was never created is a no-op, with or without a set. */
   ck_assert_int_eq(hcg_comm_destroy(ctx, set, &err), HCG_OK);
   ck_assert_int_eq(hcg_comm_destroy(ctx, NULL, &err), HCG_OK);
@@ -911,6 +933,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(x, test_pmix_key);
   tcase_add_test(x, test_random_ids);
   tcase_add_test(x, test_parse_int);
+  tcase_add_test(x, test_verdict_text);
   tcase_add_test(x, test_comm_no_device);
   tcase_add_test(x, test_comm_callback);
   tcase_add_test(x, test_broadcast_args);

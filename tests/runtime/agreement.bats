@@ -1,0 +1,89 @@
+#!/usr/bin/env bats
+# The agreement of hcg_comm_create on the private cluster, with no GPU: the
+# test hook HCG_TEST_COMM_FAIL=RANK:STAGE (test only; doc/runtime.md) makes
+# hcg_comm_create skip the device and NCCL and makes one rank fail on
+# purpose, before the exchange (prepare) or at NCCL initialization (init).
+# The PMIx exchange and agreement are real: every member of a group of the
+# failed rank must return the error naming the group and the rank, at once
+# rather than after a timeout, keeping no communicator; every other rank
+# succeeds; each takes the documented 2 fences (plus hcg-hello's own
+# exchange: 3). Run by tests/cluster/run.sh.
+
+load helpers
+
+setup() {
+  runtime_setup
+  LAYOUT='llm:tp=2,dp=*,pp=2'
+}
+
+# failed_lines: the "comms R failed kept K fences F" lines of all tasks.
+failed_lines() { task_out | grep '^comms [0-9]* failed '; }
+
+@test "a rank that fails before the exchange: every peer learns it at once" {
+  export HCG_TEST_COMM_FAIL=3:prepare
+  local t0=$SECONDS
+  hello 8 "$LAYOUT" --force-comm --timeout 20
+  local took=$((SECONDS - t0))
+  echo "took ${took}s" >&3
+  [ "$status" -ne 0 ] || { show; false; }
+  task_err | grep -q '^hcg-hello: rank 3: HCG_ENCCL: HCG_TEST_COMM_FAIL: rank 3 fails before the exchange' || { show; false; }
+  # The whole-grid group (intra_dist_opt) holds everyone: all 7 peers fail,
+  # naming a group and rank 3, before NCCL initialization.
+  [ "$(task_err | grep -c "HCG_ENCCL: the communicator of group 'llm:[a-z_-]*' was not formed: rank 3 failed before NCCL initialization (NCCL error), so every member left it uninitialized")" -eq 7 ] || { show; false; }
+  # Nobody keeps a communicator, everyone made both fences of the call.
+  [ "$(failed_lines | wc -l)" -eq 8 ] || { show; false; }
+  [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/3" ] || { show; false; }
+  # No one waited for a timeout (20 s).
+  [ "$took" -lt 15 ]
+}
+
+@test "a rank that fails its NCCL initialization: every member aborts" {
+  export HCG_TEST_COMM_FAIL=5:init
+  local t0=$SECONDS
+  hello 8 "$LAYOUT" --force-comm --timeout 20
+  local took=$((SECONDS - t0))
+  echo "took ${took}s" >&3
+  [ "$status" -ne 0 ] || { show; false; }
+  task_err | grep -q '^hcg-hello: rank 5: HCG_ENCCL: HCG_TEST_COMM_FAIL: rank 5 fails its NCCL initialization' || { show; false; }
+  [ "$(task_err | grep -c "HCG_ENCCL: the communicator of group 'llm:[a-z_-]*' was not formed: rank 5 failed to initialize it (NCCL error), so every member aborted it")" -eq 7 ] || { show; false; }
+  [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/3" ] || { show; false; }
+  [ "$took" -lt 15 ]
+}
+
+@test "only the failed rank's own groups fail; the other ranks succeed" {
+  # tp groups are pairs: rank 2 shares llm:tp with rank 3, nobody else.
+  export HCG_TEST_COMM_FAIL=3:init
+  hello 8 "$LAYOUT" --force-comm --timeout 20 --spec llm:tp
+  [ "$status" -ne 0 ] || { show; false; }
+  [ "$(task_err | grep -c "rank 2: HCG_ENCCL: the communicator of group 'llm:tp' was not formed: rank 3 ")" -eq 1 ] || { show; false; }
+  [ "$(failed_lines | awk '{print $2}' | sort -n | tr '\n' ' ')" = "2 3 " ] || { show; false; }
+  # The six others completed: hcg-hello's exchange and the call's 2 fences.
+  [ "$(task_out | grep -c '^fences [0-9]* 3 exchanges 2$')" -eq 6 ] || { show; false; }
+}
+
+@test "nobody fails: 2 fences per hcg_comm_create, every rank succeeds" {
+  export HCG_TEST_COMM_FAIL=99:init # no such rank
+  hello 8 "$LAYOUT" --force-comm --timeout 20
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 8 "$LAYOUT"
+  [ "$(fence_counts)" = 3 ]
+}
+
+@test "a malformed test hook is refused by every rank, before any fence" {
+  export HCG_TEST_COMM_FAIL=3:later
+  hello 4 'llm:tp=2,dp=*' --force-comm --timeout 20
+  [ "$status" -ne 0 ] || { show; false; }
+  [ "$(task_err | grep -c "HCG_EINVAL: HCG_TEST_COMM_FAIL='3:later': expected RANK:prepare or RANK:init")" -eq 4 ] || { show; false; }
+}
+
+@test "no GPU and no hook: every rank fails at once with its own HCG_ECUDA" {
+  local t0=$SECONDS
+  hello 8 "$LAYOUT" --force-comm --timeout 20
+  local took=$((SECONDS - t0))
+  if [ "$status" -eq 0 ]; then
+    skip "a GPU is present: hcg_comm_create succeeded"
+  fi
+  [ "$(task_err | grep -c 'HCG_ECUDA: no CUDA device')" -eq 8 ] || { show; false; }
+  [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/3" ] || { show; false; }
+  [ "$took" -lt 15 ]
+}
