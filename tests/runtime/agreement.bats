@@ -87,3 +87,28 @@ failed_lines() { task_out | grep '^comms [0-9]* failed '; }
   [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/3" ] || { show; false; }
   [ "$took" -lt 15 ]
 }
+
+@test "under valgrind: no leak or memory error on the agreement's paths" {
+  command -v valgrind >/dev/null || skip "valgrind is not installed"
+  local vg=$BATS_TEST_TMPDIR/vg.sh
+  {
+    echo '#!/bin/bash'
+    echo "exec $HCG_BUILD/libtool --mode=execute valgrind -q --leak-check=full \\"
+    echo "  --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \\"
+    echo "  --error-exitcode=9 \\"
+    echo "  --suppressions=$HCG_SRCDIR/tests/runtime/valgrind.supp \\"
+    echo "  --log-file=$OUT/vg.\$HCG_RANK.log $HELLO \"\$@\""
+  } >"$vg"
+  chmod 755 "$vg"
+  local hook
+  for hook in 1:prepare 2:init 99:init; do
+    rm -f "$OUT"/vg.*.log
+    hello_cmd 4 'llm:tp=2,dp=*' --export=ALL,HCG_TEST_COMM_FAIL=$hook "$vg" \
+      --force-comm --timeout 30
+    [ "$hook" = 99:init ] || [ "$(failed_lines | wc -l)" -eq 4 ] || { show; false; }
+    [ "$hook" != 99:init ] || [ "$status" -eq 0 ] || { show; false; }
+    for f in "$OUT"/vg.*.log; do
+      [ ! -s "$f" ] || { echo "HCG_TEST_COMM_FAIL=$hook"; cat "$f"; false; }
+    done
+  done
+}
