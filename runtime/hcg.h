@@ -432,10 +432,13 @@ int hcg_rank_env(const hcg_layout *layout, int rank, hcg_env_fn fn, void *arg);
  * in the same order, counting all of its contexts.
  *
  * Collective failures. The exchange and communicator calls are collective:
- * every process of the job calls them. A process that fails before the
- * exchange (a bad argument, an existing key, no GPU) returns at once; the
+ * every process of the job calls them. A process whose hcg_exchange_ids
+ * fails before the fence (a bad argument, a key taken) returns at once; the
  * others then fail with HCG_ETIMEOUT after the context's timeout (or at
  * once with HCG_EPMIX when the process that left had connected to PMIx).
+ * hcg_comm_create instead takes part in its fences whatever fails after
+ * its argument checks, so that the members of its groups learn of it at
+ * once (see hcg_comm_create).
  * After a failed fence the context refuses further exchanges (its fences
  * would no longer pair with the other processes'); the job should end.
  */
@@ -588,7 +591,16 @@ int hcg_ctx_device(hcg_ctx *ctx, int *device, hcg_error *err);
 typedef struct hcg_groupset hcg_groupset;
 
 /* NCCL options of a group's communicator. Fields left at their
- * HCG_COMM_OPTIONS_INIT value keep NCCL's defaults (or NCCL_* variables). */
+ * HCG_COMM_OPTIONS_INIT value keep NCCL's defaults (or NCCL_* variables):
+ * only the ncclConfig_t fields of options that are set are written.
+ * - min_ctas without max_ctas: maxCTAs gets NCCL's default, its channel
+ *   limit (32 before NCCL 2.25, 64 from 2.25), since NCCL would compare
+ *   minCTAs with an unset maxCTAs and refuse it; a min_ctas above that
+ *   limit is refused with HCG_EINVAL.
+ * - traffic_class needs NCCL 2.26, collnet_enable NCCL 2.27 (in nccl.h at
+ *   build time and in the library at run time): with an older NCCL they
+ *   are refused with HCG_ENOTSUP naming the option and both versions,
+ *   never dropped. libhcg needs NCCL 2.18.0 or newer. */
 typedef struct hcg_comm_options {
   /* 1: the communicator's CUDA stream (hcg_comm_stream) gets the highest
    * priority the device offers (Megatron's high-priority stream groups). */
@@ -611,7 +623,8 @@ typedef struct hcg_comm_options {
 /* Called once per communicator of this rank by hcg_comm_create, before the
  * device check and the exchange, with the group's key, the entry's options
  * (modifiable) and the ncclConfig_t about to be used (as void *: an
- * NCCL_CONFIG_INITIALIZER with commName pointing to the key). The callback
+ * NCCL_CONFIG_INITIALIZER with commName pointing to the key where NCCL has
+ * it, 2.27+). The callback
  * may set any of its fields; afterwards hcg applies the options that are
  * not at their defaults over it and forces `blocking` to 0. Strings it puts
  * there (commName, netName) are copied. A non-zero return stops
@@ -724,14 +737,31 @@ int hcg_exchange_pmix_key(const char *tag, long long epoch, const char *key,
  * hcg_comm_create forms every communicator of a set for this rank: options
  * and callbacks, device check (hcg_ctx_device), one exchange (one fence),
  * then all ncclCommInitRankConfig calls inside one ncclGroupStart/End with
- * non-blocking configs, polled with ncclCommGetAsyncError until done;
- * on an error or after the timeout all of this call's communicators are
- * aborted (ncclCommAbort) and none is kept. Each communicator gets its own
- * non-blocking CUDA stream. The context owns them; a group key has at most
- * one communicator per context, so a view request that resolves to its base
+ * non-blocking configs, polled with ncclCommGetAsyncError until done (on
+ * an error or after the timeout all of this rank's communicators of the
+ * call are aborted), a non-blocking CUDA stream per communicator, and an
+ * agreement: TWO PMIx fences per call in all (one per hcg_exchange_ids).
+ *
+ * Agreement on failure. Each rank publishes whether it got ready for NCCL
+ * initialization (into the exchange's fence) and whether its
+ * initialization succeeded (into one more fence), and reads those of the
+ * other members of its groups: O(sum of its group sizes) gets. Every member
+ * of a group reaches the same verdict: a group with a failed member is not
+ * initialized, or is aborted, by all of its members, which return
+ * HCG_ENCCL (HCG_ETIMEOUT when that member timed out) naming the group key
+ * and the failed ranks, at once rather than after a timeout. A rank that
+ * failed itself returns its own error and keeps nothing of the call;
+ * communicators of groups whose members all succeeded are kept on every
+ * member even when the call fails for another group (destroy them with
+ * hcg_comm_destroy). HCG_TEST_COMM_FAIL in the environment is a test hook
+ * (doc/runtime.md); never set it in a job.
+ *
+ * The context owns the communicators; a group key has at most one
+ * communicator per context, so a view request that resolves to its base
  * group finds the base group's communicator. HCG_EEXIST when a key of the
  * set already has one (the message names it). In a build without NCCL:
- * HCG_ENOTSUP; on a machine without GPU: HCG_ECUDA "no CUDA device".
+ * HCG_ENOTSUP; on a machine without GPU: HCG_ECUDA "no CUDA device"; with
+ * an NCCL library older than 2.18: HCG_ENOTSUP.
  */
 typedef struct hcg_comm hcg_comm;
 

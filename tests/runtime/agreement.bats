@@ -19,35 +19,33 @@ setup() {
 # failed_lines: the "comms R failed kept K fences F" lines of all tasks.
 failed_lines() { task_out | grep '^comms [0-9]* failed '; }
 
-@test "a rank that fails before the exchange: every peer learns it at once" {
-  export HCG_TEST_COMM_FAIL=3:prepare
-  local t0=$SECONDS
+# one_fails RANK:STAGE MESSAGE-OF-RANK MESSAGE-OF-PEERS: 8 tasks, every
+# grid collection; the rank fails with its message, its 7 peers (all share
+# the whole-grid group intra_dist_opt with it) with theirs; nobody keeps a
+# communicator, everyone made hcg-hello's fence and the call's two, and
+# nobody waited for the 20 s timeout.
+one_fails() {
+  export HCG_TEST_COMM_FAIL=$1
+  local rank=${1%%:*} t0=$SECONDS
   hello 8 "$LAYOUT" --force-comm --timeout 20
   local took=$((SECONDS - t0))
   echo "took ${took}s" >&3
   [ "$status" -ne 0 ] || { show; false; }
-  task_err | grep -q '^hcg-hello: rank 3: HCG_ENCCL: HCG_TEST_COMM_FAIL: rank 3 fails before the exchange' || { show; false; }
-  # The whole-grid group (intra_dist_opt) holds everyone: all 7 peers fail,
-  # naming a group and rank 3, before NCCL initialization.
-  [ "$(task_err | grep -c "HCG_ENCCL: the communicator of group 'llm:[a-z_-]*' was not formed: rank 3 failed before NCCL initialization (NCCL error), so every member left it uninitialized")" -eq 7 ] || { show; false; }
-  # Nobody keeps a communicator, everyone made both fences of the call.
+  task_err | grep -q "^hcg-hello: rank $rank: HCG_ENCCL: $2" || { show; false; }
+  [ "$(task_err | grep -c "HCG_ENCCL: the communicator of group 'llm:[a-z_-]*' was not formed: rank $rank $3")" -eq 7 ] || { show; false; }
   [ "$(failed_lines | wc -l)" -eq 8 ] || { show; false; }
   [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/3" ] || { show; false; }
-  # No one waited for a timeout (20 s).
   [ "$took" -lt 15 ]
 }
 
+@test "a rank that fails before the exchange: every peer learns it at once" {
+  one_fails 3:prepare "HCG_TEST_COMM_FAIL: rank 3 fails before the exchange" \
+    "failed before NCCL initialization (NCCL error), so every member left it uninitialized"
+}
+
 @test "a rank that fails its NCCL initialization: every member aborts" {
-  export HCG_TEST_COMM_FAIL=5:init
-  local t0=$SECONDS
-  hello 8 "$LAYOUT" --force-comm --timeout 20
-  local took=$((SECONDS - t0))
-  echo "took ${took}s" >&3
-  [ "$status" -ne 0 ] || { show; false; }
-  task_err | grep -q '^hcg-hello: rank 5: HCG_ENCCL: HCG_TEST_COMM_FAIL: rank 5 fails its NCCL initialization' || { show; false; }
-  [ "$(task_err | grep -c "HCG_ENCCL: the communicator of group 'llm:[a-z_-]*' was not formed: rank 5 failed to initialize it (NCCL error), so every member aborted it")" -eq 7 ] || { show; false; }
-  [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/3" ] || { show; false; }
-  [ "$took" -lt 15 ]
+  one_fails 5:init "HCG_TEST_COMM_FAIL: rank 5 fails its NCCL initialization" \
+    "failed to initialize it (NCCL error), so every member aborted it"
 }
 
 @test "only the failed rank's own groups fail; the other ranks succeed" {
@@ -91,15 +89,7 @@ failed_lines() { task_out | grep '^comms [0-9]* failed '; }
 @test "under valgrind: no leak or memory error on the agreement's paths" {
   command -v valgrind >/dev/null || skip "valgrind is not installed"
   local vg=$BATS_TEST_TMPDIR/vg.sh
-  {
-    echo '#!/bin/bash'
-    echo "exec $HCG_BUILD/libtool --mode=execute valgrind -q --leak-check=full \\"
-    echo "  --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \\"
-    echo "  --error-exitcode=9 \\"
-    echo "  --suppressions=$HCG_SRCDIR/tests/runtime/valgrind.supp \\"
-    echo "  --log-file=$OUT/vg.\$HCG_RANK.log $HELLO \"\$@\""
-  } >"$vg"
-  chmod 755 "$vg"
+  valgrind_wrapper "$vg"
   local hook
   for hook in 1:prepare 2:init 99:init; do
     rm -f "$OUT"/vg.*.log

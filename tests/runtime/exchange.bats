@@ -119,16 +119,7 @@ MOE_SMALL='llm:tp=2,dp=*; llm/expert:expt_tp=1,ep=2,expt_dp=*'
 @test "under valgrind: no leak or memory error in libhcg, also on the timeout path" {
   command -v valgrind >/dev/null || skip "valgrind is not installed"
   local vg=$BATS_TEST_TMPDIR/vg.sh
-  {
-    echo '#!/bin/bash'
-    echo '[ "$HCG_RANK" = "$EXIT_RANK" ] && exit 0'
-    echo "exec $HCG_BUILD/libtool --mode=execute valgrind -q --leak-check=full \\"
-    echo "  --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \\"
-    echo "  --error-exitcode=9 \\"
-    echo "  --suppressions=$HCG_SRCDIR/tests/runtime/valgrind.supp \\"
-    echo "  --log-file=$OUT/vg.\$HCG_RANK.log $HELLO \"\$@\""
-  } >"$vg"
-  chmod 755 "$vg"
+  valgrind_wrapper "$vg"
   EXIT_RANK=-1 hello_cmd 4 "$MOE_SMALL" --export=ALL,EXIT_RANK=-1 "$vg" \
     --timeout 60 --exchanges 2 --no-comm
   [ "$status" -eq 0 ] || { show; cat "$OUT"/vg.*.log; false; }

@@ -134,3 +134,19 @@ fence_counts() {
 groups_of_rank() {
   task_out | awk -v r="$1" '$1 == "group" && $2 == r' | wc -l
 }
+
+# valgrind_wrapper PATH: writes a task wrapper running hcg-hello under
+# valgrind (log in $OUT/vg.RANK.log, exit 9 on an error); a task whose
+# HCG_RANK equals $EXIT_RANK exits at once instead.
+valgrind_wrapper() {
+  {
+    echo '#!/bin/bash'
+    echo '[ "$HCG_RANK" = "${EXIT_RANK:-}" ] && exit 0'
+    echo "exec $HCG_BUILD/libtool --mode=execute valgrind -q --leak-check=full \\"
+    echo "  --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \\"
+    echo "  --error-exitcode=9 \\"
+    echo "  --suppressions=$HCG_SRCDIR/tests/runtime/valgrind.supp \\"
+    echo "  --log-file=$OUT/vg.\$HCG_RANK.log $HELLO \"\$@\""
+  } >"$1"
+  chmod 755 "$1"
+}
