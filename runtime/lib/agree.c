@@ -42,10 +42,8 @@ int hcgrt_agree_put(hcg_ctx *ctx, long long epoch, int phase, int status,
   unsigned char v[4] = {(unsigned char)(status >> 24),
                         (unsigned char)(status >> 16),
                         (unsigned char)(status >> 8), (unsigned char)status};
-  rc = hcgrt_pmix_put(ctx->pmix, key, v, sizeof v, err);
-  if (!rc)
-    ctx->stats.puts++;
-  return rc;
+  /* Not counted in stats.puts, which counts ids. */
+  return hcgrt_pmix_put(ctx->pmix, key, v, sizeof v, err);
 }
 
 static int cmp_int(const void *a, const void *b) {
@@ -80,7 +78,6 @@ static void read_statuses(hcg_ctx *ctx, const char *key, const int *ranks,
       st[i] = rc;
       continue;
     }
-    ctx->stats.gets++;
     unsigned u = (unsigned)v[0] << 24 | (unsigned)v[1] << 16 |
                  (unsigned)v[2] << 8 | v[3];
     st[i] = u < HCG_STATUS_COUNT ? (int)u : HCG_EINVAL;

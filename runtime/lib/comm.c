@@ -581,8 +581,10 @@ static int keep(hcg_ctx *ctx, struct create *cr, int *kept) {
   if (rc)
     return rc;
   for (int i = 0; i < n; i++)
-    if (cr->p[i].nccl)
-      cr->p[i].comm = NULL; /* the context owns it now */
+    if (cr->p[i].nccl) { /* the context owns it now: not ours to abort */
+      cr->p[i].comm = NULL;
+      cr->p[i].nccl = NULL;
+    }
   ctx->stats.comms_created += k;
   *kept = k;
   return HCG_OK;

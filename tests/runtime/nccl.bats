@@ -51,6 +51,7 @@ gpu_count() {
   # the members' rank+1.
   [ "$(task_out | grep -c '^comm .* allreduce=ok')" -eq "$(task_out | grep -c '^group ')" ]
   if task_out | grep -q 'allreduce=FAILED'; then false; fi
-  # The exchange printed, then hcg_comm_create's: two fences in all.
-  [ "$(fence_counts)" = 2 ]
+  # The exchange printed (1), then hcg_comm_create's exchange and
+  # agreement (2): three fences in all.
+  [ "$(fence_counts)" = 3 ]
 }
