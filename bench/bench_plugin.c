@@ -4,7 +4,7 @@
  *
  * Per task, slurm_spank_task_init reads the value srun forwarded, parses
  * the canonical layout for the step's task count and walks the task's
- * HCG_* variables (spank/forward.c: hcg_task_env, the very code the plugin
+ * HCG_* variables (spank/forward.c: hcgp_task_env, the very code the plugin
  * runs; only spank_setenv is replaced by a counter). Ranks are sampled
  * across the whole world, so a cost that grew with the world would show.
  */
@@ -81,8 +81,8 @@ int main(void) {
         return 1;
       }
       char *fwd = NULL;
-      if (hcg_forward_encode(42, 0, hcg_grid_name(L, hcg_layout_language(L)),
-                             hcg_layout_text(L), &fwd, &err)) {
+      if (hcgp_forward_encode(42, 0, hcg_grid_name(L, hcg_layout_language(L)),
+                              hcg_layout_text(L), &fwd, &err)) {
         fprintf(stderr, "bench_plugin: %s\n", err.message);
         return 1;
       }
@@ -92,9 +92,9 @@ int main(void) {
       for (int r = 0; r < ROUNDS; r++) {
         double t0 = now();
         for (int i = 0; i < SAMPLES; i++) {
-          struct hcg_task t = {42, 0, (uint32_t)world,
-                               sample_rank(i + r * SAMPLES, world), 1};
-          if (hcg_task_env(fwd, len, &t, count_var, &sink, &err)) {
+          struct hcgp_task t = {42, 0, (uint32_t)world,
+                                sample_rank(i + r * SAMPLES, world), 1};
+          if (hcgp_task_env(fwd, len, &t, count_var, &sink, &err)) {
             fprintf(stderr, "bench_plugin: %s\n", err.message);
             return 1;
           }

@@ -104,6 +104,10 @@ typedef struct hcg_error {
 
 #define HCG_ERROR_INIT {0, 0, 0, {0}}
 
+/* 1 when `name` is a NAME of the layout language: [a-z][a-z0-9_]*, at most
+ * HCG_MAX_NAME characters; else 0 (NULL included). */
+int hcg_name_valid(const char *name);
+
 /* Package version, "0.1.0". */
 const char *hcg_version(void);
 
@@ -403,6 +407,18 @@ int hcg_bridge_targets(const hcg_layout *layout, const hcg_bridge *bridge,
  */
 typedef int (*hcg_env_fn)(void *arg, const char *name, const char *value);
 int hcg_rank_env(const hcg_layout *layout, int rank, hcg_env_fn fn, void *arg);
+
+/* Who shares a variable of hcg_rank_env: every task of the step
+ * (HCG_VERSION, HCG_LAYOUT, HCG_WORLD_SIZE, HCG_LANGUAGE), one rank
+ * (HCG_RANK, HCG_GRIDS), or one dim of one rank (HCG_<GRID>_..._RANK and
+ * _SIZE, which the plugin's export_dims=no leaves out). */
+enum hcg_env_scope {
+  HCG_ENV_SHARED = 1,
+  HCG_ENV_PER_RANK = 2,
+  HCG_ENV_PER_DIM = 3
+};
+/* The scope of a variable name; 0 for a name hcg_rank_env never gives. */
+int hcg_env_scope(const char *name);
 
 /* ===========================================================================
  * Runtime: contexts and communicators (libhcg only; not in the core that the

@@ -12,24 +12,10 @@
 
 #include "args.h"
 
-void hcg_args_defaults(struct hcg_args *args) {
-  args->max_layout_bytes = HCG_SPANK_DEFAULT_MAX_BYTES;
+void hcgp_args_defaults(struct hcgp_args *args) {
+  args->max_layout_bytes = HCGP_DEFAULT_MAX_BYTES;
   args->export_dims = 1;
   args->language[0] = '\0';
-}
-
-int hcg_args_valid_name(const char *name) {
-  if (!name || !(name[0] >= 'a' && name[0] <= 'z'))
-    return 0;
-  size_t n = 1;
-  for (; name[n]; n++) {
-    char c = name[n];
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
-      return 0;
-    if (n >= HCG_MAX_NAME)
-      return 0;
-  }
-  return 1;
 }
 
 /* Decimal digits only: no sign, no spaces, no hex, no suffix; overflow is
@@ -66,10 +52,10 @@ enum { KEY_MAX_BYTES, KEY_EXPORT_DIMS, KEY_LANGUAGE, KEY_COUNT };
 static const char *const key_names[KEY_COUNT] = {"max_layout_bytes",
                                                  "export_dims", "language"};
 
-static void report_fmt(hcg_args_report_fn report, void *arg, const char *fmt,
+static void report_fmt(hcgp_args_report_fn report, void *arg, const char *fmt,
                        ...) __attribute__((format(printf, 3, 4)));
 
-static void report_fmt(hcg_args_report_fn report, void *arg, const char *fmt,
+static void report_fmt(hcgp_args_report_fn report, void *arg, const char *fmt,
                        ...) {
   if (!report)
     return;
@@ -81,8 +67,8 @@ static void report_fmt(hcg_args_report_fn report, void *arg, const char *fmt,
   report(arg, msg);
 }
 
-int hcg_args_parse(struct hcg_args *args, int argc, char *const argv[],
-                   hcg_args_report_fn report, void *report_arg) {
+int hcgp_args_parse(struct hcgp_args *args, int argc, char *const argv[],
+                    hcgp_args_report_fn report, void *report_arg) {
   int bad = 0;
   int seen[KEY_COUNT] = {0};
   for (int i = 0; i < argc; i++) {
@@ -142,7 +128,7 @@ int hcg_args_parse(struct hcg_args *args, int argc, char *const argv[],
       }
       break;
     case KEY_LANGUAGE:
-      if (!hcg_args_valid_name(val)) {
+      if (!hcg_name_valid(val)) {
         report_fmt(report, report_arg,
                    "plugstack.conf: language=%.64s: the value must be a grid "
                    "name ([a-z][a-z0-9_]*, at most %d characters)",

@@ -5,8 +5,8 @@
  * so every argument is a single key=value word. This parser is pure C (no
  * Slurm) so that it can be unit tested and reused by the benchmark.
  */
-#ifndef HCG_SPANK_ARGS_H
-#define HCG_SPANK_ARGS_H
+#ifndef HCGP_ARGS_H
+#define HCGP_ARGS_H
 
 #include <stddef.h>
 
@@ -15,9 +15,9 @@
 /* Default bound on the layout a user may give (text or file), in bytes.
  * Generous for any real layout (a dozen grids fit in a few hundred bytes)
  * while keeping every job's environment small. */
-#define HCG_SPANK_DEFAULT_MAX_BYTES 16384
+#define HCGP_DEFAULT_MAX_BYTES 16384
 
-struct hcg_args {
+struct hcgp_args {
   /* Longest layout accepted from a user, as text or as an @PATH file; at
    * most HCG_MAX_LAYOUT_BYTES. */
   size_t max_layout_bytes;
@@ -30,17 +30,14 @@ struct hcg_args {
 };
 
 /* Called once per rejected argument with a complete sentence (no prefix). */
-typedef void (*hcg_args_report_fn)(void *arg, const char *message);
+typedef void (*hcgp_args_report_fn)(void *arg, const char *message);
 
-void hcg_args_defaults(struct hcg_args *args);
+void hcgp_args_defaults(struct hcgp_args *args);
 
 /* Parses argv[0 .. argc-1]. Every argument is checked; a rejected one leaves
  * that setting at its default and is reported through `report` (which may
  * be NULL). Returns the number of rejected arguments (0: all good). */
-int hcg_args_parse(struct hcg_args *args, int argc, char *const argv[],
-                   hcg_args_report_fn report, void *report_arg);
+int hcgp_args_parse(struct hcgp_args *args, int argc, char *const argv[],
+                    hcgp_args_report_fn report, void *report_arg);
 
-/* 1 when `name` follows the layout grammar's NAME: [a-z][a-z0-9_]{0,31}. */
-int hcg_args_valid_name(const char *name);
-
-#endif /* HCG_SPANK_ARGS_H */
+#endif /* HCGP_ARGS_H */

@@ -8,38 +8,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h" /* hcg__fail: the core's error filler */
 #include "forward.h"
 
-/* Messages are produced here without the core's private helpers: the core's
- * hcg_error is a plain struct, so fill it the same way it does. */
-static int fail(hcg_error *err, int code, const char *msg) {
-  if (err) {
-    err->code = code;
-    err->line = 0;
-    err->column = 0;
-    snprintf(err->message, sizeof err->message, "%s", msg);
-  }
-  return code;
-}
-
-int hcg_forward_encode(uint32_t job, uint32_t step, const char *language,
-                       const char *canonical, char **out, hcg_error *err) {
+int hcgp_forward_encode(uint32_t job, uint32_t step, const char *language,
+                        const char *canonical, char **out, hcg_error *err) {
   if (out)
     *out = NULL;
   if (!out || !canonical || !language)
-    return fail(err, HCG_EINVAL, "invalid argument to hcg_forward_encode");
+    return hcg__fail(err, HCG_EINVAL,
+                     "invalid argument to hcgp_forward_encode");
   size_t clen = strlen(canonical), llen = strlen(language);
   if (clen > HCG_MAX_LAYOUT_BYTES || llen > HCG_MAX_NAME)
-    return fail(err, HCG_ELIMIT, "the canonical layout is too long to forward");
-  size_t cap = HCG_FORWARD_HEADER_MAX + clen + 1;
+    return hcg__fail(err, HCG_ELIMIT,
+                     "the canonical layout is too long to forward");
+  size_t cap = HCGP_FORWARD_HEADER_MAX + clen + 1;
   char *buf = malloc(cap);
   if (!buf)
-    return fail(err, HCG_ENOMEM, "out of memory forwarding the layout");
+    return hcg__fail(err, HCG_ENOMEM, "out of memory forwarding the layout");
   int n = snprintf(buf, cap, "%s:%" PRIu32 ".%" PRIu32 ":%s:%s",
-                   HCG_FORWARD_MAGIC, job, step, language, canonical);
+                   HCGP_FORWARD_MAGIC, job, step, language, canonical);
   if (n < 0 || (size_t)n >= cap) {
     free(buf);
-    return fail(err, HCG_ELIMIT, "the canonical layout is too long to forward");
+    return hcg__fail(err, HCG_ELIMIT,
+                     "the canonical layout is too long to forward");
   }
   *out = buf;
   return HCG_OK;
@@ -47,18 +39,20 @@ int hcg_forward_encode(uint32_t job, uint32_t step, const char *language,
 
 #define REFUSAL "!"
 
-int hcg_forward_refuse(uint32_t job, uint32_t step, char **out,
-                       hcg_error *err) {
+int hcgp_forward_refuse(uint32_t job, uint32_t step, char **out,
+                        hcg_error *err) {
   if (out)
     *out = NULL;
   if (!out)
-    return fail(err, HCG_EINVAL, "invalid argument to hcg_forward_refuse");
-  char buf[HCG_FORWARD_HEADER_MAX];
-  snprintf(buf, sizeof buf, "%s:%" PRIu32 ".%" PRIu32 ":%s", HCG_FORWARD_MAGIC,
+    return hcg__fail(err, HCG_EINVAL,
+                     "invalid argument to hcgp_forward_refuse");
+  char buf[HCGP_FORWARD_HEADER_MAX];
+  snprintf(buf, sizeof buf, "%s:%" PRIu32 ".%" PRIu32 ":%s", HCGP_FORWARD_MAGIC,
            job, step, REFUSAL);
   *out = strdup(buf);
   return *out ? HCG_OK
-              : fail(err, HCG_ENOMEM, "out of memory forwarding the layout");
+              : hcg__fail(err, HCG_ENOMEM,
+                          "out of memory forwarding the layout");
 }
 
 /* Reads a decimal uint32 ending at `stop`; advances *p past it. */
@@ -79,43 +73,44 @@ static int read_u32(const char **p, const char *end, char stop, uint32_t *out) {
   return 0;
 }
 
-int hcg_forward_decode(const char *value, size_t value_len, uint32_t job,
-                       uint32_t step, char language[HCG_MAX_NAME + 1],
-                       const char **text, size_t *len, hcg_error *err) {
+int hcgp_forward_decode(const char *value, size_t value_len, uint32_t job,
+                        uint32_t step, char language[HCG_MAX_NAME + 1],
+                        const char **text, size_t *len, hcg_error *err) {
   static const char malformed[] =
-      "the layout forwarded by srun (" HCG_FORWARD_ENV ") is malformed";
+      "the layout forwarded by srun (" HCGP_FORWARD_ENV ") is malformed";
   if (!value || !text || !len || !language)
-    return fail(err, HCG_EINVAL, "invalid argument to hcg_forward_decode");
-  if (value_len > HCG_FORWARD_MAX)
-    return fail(err, HCG_ELIMIT,
-                "the layout forwarded by srun (" HCG_FORWARD_ENV
-                ") is longer than any valid layout");
+    return hcg__fail(err, HCG_EINVAL,
+                     "invalid argument to hcgp_forward_decode");
+  if (value_len > HCGP_FORWARD_MAX)
+    return hcg__fail(err, HCG_ELIMIT,
+                     "the layout forwarded by srun (" HCGP_FORWARD_ENV
+                     ") is longer than any valid layout");
   const char *p = value, *end = value + value_len;
-  size_t mlen = strlen(HCG_FORWARD_MAGIC);
-  if (value_len < mlen + 1 || memcmp(p, HCG_FORWARD_MAGIC, mlen) ||
+  size_t mlen = strlen(HCGP_FORWARD_MAGIC);
+  if (value_len < mlen + 1 || memcmp(p, HCGP_FORWARD_MAGIC, mlen) ||
       p[mlen] != ':')
-    return fail(err, HCG_EENV, malformed);
+    return hcg__fail(err, HCG_EENV, "%s", malformed);
   p += mlen + 1;
   uint32_t fjob, fstep;
   if (read_u32(&p, end, '.', &fjob) || read_u32(&p, end, ':', &fstep))
-    return fail(err, HCG_EENV, malformed);
+    return hcg__fail(err, HCG_EENV, "%s", malformed);
   if (fjob != job || fstep != step) {
-    char msg[256];
-    snprintf(msg, sizeof msg,
-             "the layout in " HCG_FORWARD_ENV " was made for step %" PRIu32
-             ".%" PRIu32 ", not for this step %" PRIu32 ".%" PRIu32
-             " (is the hcg plugin loaded in srun?)",
-             fjob, fstep, job, step);
-    return fail(err, HCG_EENV, msg);
+    return hcg__fail(err, HCG_EENV,
+                     "the layout in " HCGP_FORWARD_ENV
+                     " was made for step %" PRIu32 ".%" PRIu32
+                     ", not for this step %" PRIu32 ".%" PRIu32
+                     " (is the hcg plugin loaded in srun?)",
+                     fjob, fstep, job, step);
   }
   if ((size_t)(end - p) == strlen(REFUSAL) &&
       !memcmp(p, REFUSAL, strlen(REFUSAL)))
-    return fail(err, HCG_ELAYOUT,
-                "srun refused the layout of this step (its message above says "
-                "why); the task does not start");
+    return hcg__fail(
+        err, HCG_ELAYOUT,
+        "srun refused the layout of this step (its message above says "
+        "why); the task does not start");
   const char *colon = memchr(p, ':', (size_t)(end - p));
   if (!colon || colon == p || (size_t)(colon - p) > HCG_MAX_NAME)
-    return fail(err, HCG_EENV, malformed);
+    return hcg__fail(err, HCG_EENV, "%s", malformed);
   memcpy(language, p, (size_t)(colon - p));
   language[colon - p] = '\0';
   *text = colon + 1;
@@ -123,17 +118,17 @@ int hcg_forward_decode(const char *value, size_t value_len, uint32_t job,
   return HCG_OK;
 }
 
-int hcg_forward_refused(const char *value, size_t value_len, uint32_t job,
-                        uint32_t step) {
+int hcgp_forward_refused(const char *value, size_t value_len, uint32_t job,
+                         uint32_t step) {
   char lang[HCG_MAX_NAME + 1];
   const char *text;
   size_t len;
   hcg_error err = HCG_ERROR_INIT;
-  return hcg_forward_decode(value, value_len, job, step, lang, &text, &len,
-                            &err) == HCG_ELAYOUT;
+  return hcgp_forward_decode(value, value_len, job, step, lang, &text, &len,
+                             &err) == HCG_ELAYOUT;
 }
 
-int hcg_step_heterogeneous(const char *ntasks, uint32_t world) {
+int hcgp_step_heterogeneous(const char *ntasks, uint32_t world) {
   if (!ntasks || !*ntasks || ntasks[0] == '-')
     return 0;
   char *end;
@@ -144,46 +139,34 @@ int hcg_step_heterogeneous(const char *ntasks, uint32_t world) {
   return n != world;
 }
 
-int hcg_task_common_var(const char *name) {
-  static const char *const common[] = {"HCG_VERSION", "HCG_LAYOUT",
-                                       "HCG_RANK",    "HCG_WORLD_SIZE",
-                                       "HCG_GRIDS",   "HCG_LANGUAGE"};
-  for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
-    if (!strcmp(name, common[i]))
-      return 1;
-  return 0;
-}
-
 struct filter {
-  hcg_task_setenv_fn fn;
+  hcgp_task_setenv_fn fn;
   void *arg;
   int export_dims;
 };
 
 static int filtered(void *arg, const char *name, const char *value) {
   struct filter *f = arg;
-  if (!f->export_dims && !hcg_task_common_var(name))
+  if (!f->export_dims && hcg_env_scope(name) == HCG_ENV_PER_DIM)
     return 0;
   return f->fn(f->arg, name, value);
 }
 
-int hcg_task_env(const char *forwarded, size_t len, const struct hcg_task *t,
-                 hcg_task_setenv_fn fn, void *arg, hcg_error *err) {
+int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
+                  hcgp_task_setenv_fn fn, void *arg, hcg_error *err) {
   if (!forwarded || !t || !fn)
-    return fail(err, HCG_EINVAL, "invalid argument to hcg_task_env");
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcgp_task_env");
   if (t->world < 1 || t->world > HCG_MAX_WORLD || t->rank >= t->world) {
-    char msg[160];
-    snprintf(msg, sizeof msg,
-             "task %" PRIu32 " of %" PRIu32 " is outside the ranks a layout "
-             "can describe",
-             t->rank, t->world);
-    return fail(err, HCG_ERANGE, msg);
+    return hcg__fail(err, HCG_ERANGE,
+                     "task %" PRIu32 " of %" PRIu32
+                     " is outside the ranks a layout can describe",
+                     t->rank, t->world);
   }
   char language[HCG_MAX_NAME + 1];
   const char *text;
   size_t tlen;
-  int rc = hcg_forward_decode(forwarded, len, t->job, t->step, language, &text,
-                              &tlen, err);
+  int rc = hcgp_forward_decode(forwarded, len, t->job, t->step, language, &text,
+                               &tlen, err);
   if (rc)
     return rc;
   /* The canonical text may be longer than what the user typed (offsets and

@@ -8,7 +8,7 @@
  * --hcg-layout=@PATH that argument is a path, and slurmstepd must never read
  * a user-named file. So srun, after reading the file as the user and
  * validating the layout against the step's task count, puts the CANONICAL
- * text (every offset explicit, every '*' resolved) into HCG_FORWARD_ENV in
+ * text (every offset explicit, every '*' resolved) into HCGP_FORWARD_ENV in
  * its own environment, which Slurm copies into the step's environment.
  * slurmstepd then only parses text, never opens a path.
  *
@@ -27,44 +27,45 @@
  * launched and completes normally: every task fails in task_init, before
  * the user's program starts, and srun exits non-zero.
  */
-#ifndef HCG_SPANK_FORWARD_H
-#define HCG_SPANK_FORWARD_H
+#ifndef HCGP_FORWARD_H
+#define HCGP_FORWARD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "hcg.h"
 
-#define HCG_FORWARD_ENV "SLURM_HCG_STEP_LAYOUT"
-#define HCG_FORWARD_MAGIC "hcg1"
+#define HCGP_FORWARD_ENV "SLURM_HCG_STEP_LAYOUT"
+#define HCGP_FORWARD_MAGIC "hcg1"
 /* Room for the header: magic, two 10-digit ids, a name and separators. */
-#define HCG_FORWARD_HEADER_MAX                                                 \
-  (sizeof HCG_FORWARD_MAGIC + 24 + HCG_MAX_NAME + 4)
+#define HCGP_FORWARD_HEADER_MAX                                                \
+  (sizeof HCGP_FORWARD_MAGIC + 24 + HCG_MAX_NAME + 4)
 /* Largest value slurmstepd accepts. */
-#define HCG_FORWARD_MAX (HCG_FORWARD_HEADER_MAX + HCG_MAX_LAYOUT_BYTES)
+#define HCGP_FORWARD_MAX (HCGP_FORWARD_HEADER_MAX + HCG_MAX_LAYOUT_BYTES)
 
 /* Builds the value for a step into a malloc'ed string (*out, caller frees).
  * language: the name of the language module's grid as chosen by srun. */
-int hcg_forward_encode(uint32_t job, uint32_t step, const char *language,
-                       const char *canonical, char **out, hcg_error *err);
+int hcgp_forward_encode(uint32_t job, uint32_t step, const char *language,
+                        const char *canonical, char **out, hcg_error *err);
 
 /* Builds the refusal for a step (see above). */
-int hcg_forward_refuse(uint32_t job, uint32_t step, char **out, hcg_error *err);
+int hcgp_forward_refuse(uint32_t job, uint32_t step, char **out,
+                        hcg_error *err);
 
 /* 1 when `value` is the refusal for this job step. */
-int hcg_forward_refused(const char *value, size_t value_len, uint32_t job,
-                        uint32_t step);
+int hcgp_forward_refused(const char *value, size_t value_len, uint32_t job,
+                         uint32_t step);
 
 /* Splits a value. On success *text points into `value` (len bytes) and
  * language holds the grid name. Fails with HCG_EENV and a message when the
  * value is malformed or belongs to another job step, and with HCG_ELAYOUT
  * when it is a refusal. */
-int hcg_forward_decode(const char *value, size_t value_len, uint32_t job,
-                       uint32_t step, char language[HCG_MAX_NAME + 1],
-                       const char **text, size_t *len, hcg_error *err);
+int hcgp_forward_decode(const char *value, size_t value_len, uint32_t job,
+                        uint32_t step, char language[HCG_MAX_NAME + 1],
+                        const char **text, size_t *len, hcg_error *err);
 
 /* One task: what slurm_spank_task_init computes. */
-struct hcg_task {
+struct hcgp_task {
   uint32_t job, step; /* S_JOB_ID, S_JOB_STEPID                        */
   uint32_t world;     /* S_JOB_TOTAL_TASK_COUNT                        */
   uint32_t rank;      /* S_TASK_GLOBAL_ID                              */
@@ -72,21 +73,16 @@ struct hcg_task {
 };
 
 /* Receives each variable of the task; non-zero stops the walk. */
-typedef int (*hcg_task_setenv_fn)(void *arg, const char *name,
-                                  const char *value);
+typedef int (*hcgp_task_setenv_fn)(void *arg, const char *name,
+                                   const char *value);
 
 /* Decodes `forwarded`, parses the canonical layout for t->world ranks and
- * calls fn for every variable of INTERFACES.md section 2 that task t gets
- * (per-dim variables only with export_dims). O(layout text + dims): the
+ * calls fn for every variable of hcg_rank_env that task t gets (those of
+ * scope HCG_ENV_PER_DIM only with export_dims). O(layout text + dims): the
  * world size does not matter. A non-zero return from fn is returned as is;
  * layout and decoding errors return an HCG_E* code with err filled. */
-int hcg_task_env(const char *forwarded, size_t len, const struct hcg_task *t,
-                 hcg_task_setenv_fn fn, void *arg, hcg_error *err);
-
-/* 1 for the variables every task gets whatever the layout (HCG_VERSION,
- * HCG_LAYOUT, HCG_RANK, HCG_WORLD_SIZE, HCG_GRIDS, HCG_LANGUAGE); 0 for the
- * per-dim ones that export_dims=no leaves out. */
-int hcg_task_common_var(const char *name);
+int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
+                  hcgp_task_setenv_fn fn, void *arg, hcg_error *err);
 
 /* 1 when a step is heterogeneous: srun puts the task count of the whole
  * step in SLURM_NTASKS (ntasks, NULL when unset), which for a
@@ -94,6 +90,6 @@ int hcg_task_common_var(const char *name);
  * this component's S_JOB_TOTAL_TASK_COUNT (world). A missing or malformed
  * value says nothing: 0. Shared by srun and slurmstepd, which read the
  * variable from different places. */
-int hcg_step_heterogeneous(const char *ntasks, uint32_t world);
+int hcgp_step_heterogeneous(const char *ntasks, uint32_t world);
 
-#endif /* HCG_SPANK_FORWARD_H */
+#endif /* HCGP_FORWARD_H */

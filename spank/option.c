@@ -24,55 +24,55 @@ static char *copy(const char *s, size_t n) {
   return p;
 }
 
-/* Remembers a value; a value over HCG_OPTION_CAP (or one we cannot copy) is
+/* Remembers a value; a value over HCGP_OPTION_CAP (or one we cannot copy) is
  * kept as its length only, which later fails the bound check. */
 static void remember(const char *arg, size_t n) {
-  free(hcg_state.value);
-  hcg_state.value = n <= HCG_OPTION_CAP ? copy(arg, n) : NULL;
-  hcg_state.value_len = hcg_state.value ? n : (size_t)HCG_OPTION_CAP + 1;
+  free(hcgp_state.value);
+  hcgp_state.value = n <= HCGP_OPTION_CAP ? copy(arg, n) : NULL;
+  hcgp_state.value_len = hcgp_state.value ? n : (size_t)HCGP_OPTION_CAP + 1;
 }
 
 static int same_value(const char *arg, size_t n) {
-  return hcg_state.value && hcg_state.value_len == n &&
-         !memcmp(hcg_state.value, arg, n);
+  return hcgp_state.value && hcgp_state.value_len == n &&
+         !memcmp(hcgp_state.value, arg, n);
 }
 
 static int option_cb(int val, const char *arg, int remote) {
   (void)val;
   if (!arg)
     arg = "";
-  size_t n = strnlen(arg, (size_t)HCG_OPTION_CAP + 1);
+  size_t n = strnlen(arg, (size_t)HCGP_OPTION_CAP + 1);
 
-  if (!hcg_state.given) {
-    hcg_state.given = 1;
+  if (!hcgp_state.given) {
+    hcgp_state.given = 1;
     /* Slurm reads inherited options before the command line, so the first
      * value is the inherited one exactly when it equals the job's variable.
      */
-    const char *inherited = remote ? NULL : getenv(HCG_OPTION_INHERITED_ENV);
-    hcg_state.from_env = inherited && !strcmp(inherited, arg);
+    const char *inherited = remote ? NULL : getenv(HCGP_OPTION_INHERITED_ENV);
+    hcgp_state.from_env = inherited && !strcmp(inherited, arg);
     remember(arg, n);
     return 0;
   }
   if (same_value(arg, n))
     return 0; /* identical repeat: slurmstepd always sees the value twice */
-  if (!hcg_state.value && n > HCG_OPTION_CAP)
+  if (!hcgp_state.value && n > HCGP_OPTION_CAP)
     return 0; /* two oversized values: refused for their size anyway */
-  if (!remote && hcg_state.from_env) {
+  if (!remote && hcgp_state.from_env) {
     /* A command-line value replaces the one a batch script inherited, like
      * every other srun option set both ways. */
-    hcg_state.from_env = 0;
+    hcgp_state.from_env = 0;
     remember(arg, n);
     return 0;
   }
-  if (!hcg_state.conflict) {
-    hcg_state.conflict = 1;
-    hcg_state.conflict_value = copy(arg, n < 200 ? n : 200);
+  if (!hcgp_state.conflict) {
+    hcgp_state.conflict = 1;
+    hcgp_state.conflict_value = copy(arg, n < 200 ? n : 200);
   }
   return 0;
 }
 
-static struct spank_option hcg_option = {
-    HCG_OPTION_NAME,
+static struct spank_option option = {
+    HCGP_OPTION_NAME,
     "LAYOUT",
     "[hcg] Megatron parallel groups of this step, e.g. "
     "'tp=2,cp=2,pp=4,dp=*' or 'vision:tp=4,dp=2; llm:tp=2,pp=2,dp=*'; "
@@ -83,65 +83,58 @@ static struct spank_option hcg_option = {
     0,
     option_cb};
 
-int hcg_option_register(spank_t sp) {
-  spank_err_t rc = spank_option_register(sp, &hcg_option);
+int hcgp_option_register(spank_t sp) {
+  spank_err_t rc = spank_option_register(sp, &option);
   if (rc != ESPANK_SUCCESS) {
-    slurm_error(HCG_LOG_PREFIX "cannot register --%s: %s", HCG_OPTION_NAME,
+    slurm_error(HCGP_LOG_PREFIX "cannot register --%s: %s", HCGP_OPTION_NAME,
                 spank_strerror(rc));
     return -1;
   }
-  hcg_state.registered = 1;
+  hcgp_state.registered = 1;
   return 0;
 }
 
-int hcg_option_active(void) {
-  if (!hcg_state.given)
+int hcgp_option_active(void) {
+  if (!hcgp_state.given)
     return 0;
-  return !(hcg_state.value && !strcmp(hcg_state.value, HCG_OPTION_NONE));
+  return !(hcgp_state.value && !strcmp(hcgp_state.value, HCGP_OPTION_NONE));
 }
 
-int hcg_option_check(void) {
-  if (hcg_state.conflict) {
-    slurm_error(HCG_LOG_PREFIX "--%s is given twice with different values "
-                               "('%.60s%s' and '%.60s%s'); give it once",
-                HCG_OPTION_NAME, hcg_state.value ? hcg_state.value : "...",
-                hcg_state.value && hcg_state.value_len > 60 ? "..." : "",
-                hcg_state.conflict_value ? hcg_state.conflict_value : "...",
-                hcg_state.conflict_value &&
-                        strlen(hcg_state.conflict_value) > 60
+int hcgp_option_check(void) {
+  if (hcgp_state.conflict) {
+    slurm_error(HCGP_LOG_PREFIX "--%s is given twice with different values "
+                                "('%.60s%s' and '%.60s%s'); give it once",
+                HCGP_OPTION_NAME, hcgp_state.value ? hcgp_state.value : "...",
+                hcgp_state.value && hcgp_state.value_len > 60 ? "..." : "",
+                hcgp_state.conflict_value ? hcgp_state.conflict_value : "...",
+                hcgp_state.conflict_value &&
+                        strlen(hcgp_state.conflict_value) > 60
                     ? "..."
                     : "");
     return -1;
   }
-  size_t max = hcg_state.args.max_layout_bytes;
-  if (hcg_state.value && hcg_state.value[0] == '@') {
+  size_t max = hcgp_state.args.max_layout_bytes;
+  if (hcgp_state.value && hcgp_state.value[0] == '@') {
     /* A path: the file's size is checked when it is read. */
-    if (hcg_state.value_len > 4096) {
-      slurm_error(HCG_LOG_PREFIX "--%s=@PATH: the path is %zu bytes long",
-                  HCG_OPTION_NAME, hcg_state.value_len - 1);
+    if (hcgp_state.value_len > 4096) {
+      slurm_error(HCGP_LOG_PREFIX "--%s=@PATH: the path is %zu bytes long",
+                  HCGP_OPTION_NAME, hcgp_state.value_len - 1);
       return -1;
     }
     return 0;
   }
-  if (!hcg_state.value || hcg_state.value_len > max) {
-    if (hcg_state.value_len > HCG_OPTION_CAP)
-      slurm_error(HCG_LOG_PREFIX "the layout given to --%s is more than %u "
-                                 "bytes; the limit is %zu bytes "
-                                 "(max_layout_bytes in plugstack.conf)",
-                  HCG_OPTION_NAME, HCG_OPTION_CAP, max);
+  if (!hcgp_state.value || hcgp_state.value_len > max) {
+    if (hcgp_state.value_len > HCGP_OPTION_CAP)
+      slurm_error(HCGP_LOG_PREFIX "the layout given to --%s is more than %u "
+                                  "bytes; the limit is %zu bytes "
+                                  "(max_layout_bytes in plugstack.conf)",
+                  HCGP_OPTION_NAME, HCGP_OPTION_CAP, max);
     else
-      slurm_error(HCG_LOG_PREFIX "the layout given to --%s is %zu bytes; the "
-                                 "limit is %zu bytes (max_layout_bytes in "
-                                 "plugstack.conf)",
-                  HCG_OPTION_NAME, hcg_state.value_len, max);
+      slurm_error(HCGP_LOG_PREFIX "the layout given to --%s is %zu bytes; the "
+                                  "limit is %zu bytes (max_layout_bytes in "
+                                  "plugstack.conf)",
+                  HCGP_OPTION_NAME, hcgp_state.value_len, max);
     return -1;
   }
   return 0;
-}
-
-void hcg_state_free(void) {
-  free(hcg_state.value);
-  free(hcg_state.conflict_value);
-  free(hcg_state.text);
-  memset(&hcg_state, 0, sizeof hcg_state);
 }

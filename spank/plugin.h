@@ -1,20 +1,28 @@
 /*
- * plugin.h - state shared by the files of the hcg SPANK plugin.
+ * plugin.h - what the files of the hcg SPANK plugin share. Every name here
+ * is private to the plugin (prefix hcgp_); spank_hcg.map exports only the
+ * slurm_spank_* entry points.
  *
- * One process runs one context (srun, sbatch/salloc or slurmstepd), and
- * Slurm calls a plugin from one thread at a time, so plain globals suffice.
+ * One process runs one context (srun, sbatch/salloc, slurmd or slurmstepd),
+ * and Slurm calls a plugin from one thread at a time, so plain globals
+ * suffice. The files, none of which calls back into plugin.c:
  *
- *   plugin.c     SPANK_PLUGIN, the slurm_spank_* entry points, dispatch by
- *                spank_context()
- *   option.c     --hcg-layout: registration and the option callback
- *   local.c      srun: read @PATH, validate against the task count, forward
- *   allocator.c  sbatch/salloc: read @PATH and pass the text to the job
- *   remote.c     slurmstepd: set each task's HCG_* variables
- *   args.c       plugstack.conf arguments (pure C)
- *   forward.c    srun -> slurmstepd hand-over, per-task computation (pure C)
+ *   plugin.c      SPANK_PLUGIN and the slurm_spank_* entry points; only
+ *                 dispatches by spank_context() to the context files
+ *   srun.c        srun: read @PATH, check against the task count, forward
+ *   alloc.c       sbatch/salloc: read @PATH and pass the text to the job
+ *   slurmd.c      slurmd: check plugstack.conf once, for the admin's log
+ *   slurmstepd.c  slurmstepd: set each task's HCG_* variables
+ *   option.c      --hcg-layout: registration and the option callback
+ *   load.c        plugstack.conf arguments and the layout, as read by srun,
+ *                 sbatch and salloc
+ *   state.c       the process's state
+ *   log.c         messages, all prefixed "hcg: "
+ *   args.c        plugstack.conf parsing (pure C)      } libhcgspank.la,
+ *   forward.c     srun -> slurmstepd hand-over (pure C) } also unit tested
  */
-#ifndef HCG_SPANK_PLUGIN_H
-#define HCG_SPANK_PLUGIN_H
+#ifndef HCGP_PLUGIN_H
+#define HCGP_PLUGIN_H
 
 #include <slurm/spank.h>
 #include <stddef.h>
@@ -23,32 +31,33 @@
 #include "hcg.h"
 
 /* Every message starts with this, whatever the context. */
-#define HCG_LOG_PREFIX "hcg: "
+#define HCGP_LOG_PREFIX "hcg: "
 
-#define HCG_OPTION_NAME "hcg-layout"
+#define HCGP_OPTION_NAME "hcg-layout"
 /* Where Slurm puts the option's argument for other processes of the job:
  * "_SLURM_SPANK_OPTION_" + plugin name + "_" + option name, with characters
  * that are not alphanumeric turned into '_'. sbatch and salloc also store it
  * in the job's SPANK environment, which the batch script and the salloc
  * shell see with the prefix "SLURM_SPANK_"; srun reads it from there. */
-#define HCG_OPTION_ENV "_SLURM_SPANK_OPTION_hcg_hcg_layout"
-#define HCG_OPTION_INHERITED_ENV "SLURM_SPANK_" HCG_OPTION_ENV
+#define HCGP_OPTION_ENV "_SLURM_SPANK_OPTION_hcg_hcg_layout"
+#define HCGP_OPTION_INHERITED_ENV "SLURM_SPANK_" HCGP_OPTION_ENV
 /* --hcg-layout=none: no layout for this step, even one inherited from
  * sbatch or salloc. Not a layout: a grid needs NAME=SIZE dims. */
-#define HCG_OPTION_NONE "none"
+#define HCGP_OPTION_NONE "none"
 
 /* Longest option argument remembered at all; longer ones (which the kernel
  * does not even pass on a command line) are only counted. */
-#define HCG_OPTION_CAP (1u << 20)
+#define HCGP_OPTION_CAP (1u << 20)
 
-struct hcg_state {
-  struct hcg_args args; /* plugstack.conf arguments                  */
-  int args_bad;         /* how many were rejected                    */
-  int registered;       /* --hcg-layout registered in this process   */
+/* ---- state.c ----------------------------------------------------------- */
+struct hcgp_state {
+  struct hcgp_args args; /* plugstack.conf arguments                  */
+  int args_bad;          /* how many were rejected                    */
+  int registered;        /* --hcg-layout registered in this process   */
 
   /* --hcg-layout as Slurm handed it to the option callback. */
   int given;            /* the option was seen at least once          */
-  char *value;          /* its argument (NULL if over HCG_OPTION_CAP) */
+  char *value;          /* its argument (NULL if over HCGP_OPTION_CAP) */
   size_t value_len;     /* its length                                 */
   int from_env;         /* inherited from sbatch/salloc: a command-line
                            value may replace it                       */
@@ -61,29 +70,47 @@ struct hcg_state {
   int loaded;
 };
 
-extern struct hcg_state hcg_state;
+extern struct hcgp_state hcgp_state;
+void hcgp_state_free(void);
 
-/* option.c */
-int hcg_option_register(spank_t sp);
+/* ---- log.c ------------------------------------------------------------- */
+/* Prints "hcg: " + message; message may span lines (the core's column +
+ * caret), which are printed as they are. */
+void hcgp_log_error(const char *message);
+/* Same, with the core's error code name when the message is empty. */
+void hcgp_log_hcg_error(const hcg_error *err);
+
+/* ---- option.c ---------------------------------------------------------- */
+int hcgp_option_register(spank_t sp);
 /* 1 when the option was given with a value other than "none". */
-int hcg_option_active(void);
+int hcgp_option_active(void);
 /* Reports a conflicting or oversized --hcg-layout (srun, sbatch, salloc).
  * Returns 0 when the value can be used. */
-int hcg_option_check(void);
-void hcg_state_free(void);
+int hcgp_option_check(void);
 
-/* local.c and allocator.c share the reading of the layout. */
-int hcg_local_load(spank_t sp);
-int hcg_local_user_init(spank_t sp);
-int hcg_allocator_post_opt(spank_t sp);
+/* ---- load.c ------------------------------------------------------------ */
+/* Reads the plugstack.conf arguments into hcgp_state.args. strict: every
+ * rejected argument is an error (a person is watching); else it is logged
+ * as ignored `where` ("on this node") and its default is used. */
+void hcgp_load_args(int ac, char **av, int strict, const char *where);
+/* Reads the option's layout (text or @PATH, as the user) into
+ * hcgp_state.text and checks what can be checked without the task count.
+ * Once per process; 0 when there is nothing to load. */
+int hcgp_load_layout(void);
+/* The core's configuration for the loaded layout in a world of `world`
+ * ranks (0: unknown yet). */
+hcg_layout_config hcgp_load_config(int world);
+/* Prints a layout error, and where the bound comes from when it is one. */
+void hcgp_log_layout_error(const hcg_error *err);
 
-/* remote.c */
-int hcg_remote_task_init(spank_t sp);
+/* ---- the contexts ------------------------------------------------------ */
+int hcgp_srun_init(spank_t sp, int ac, char **av);
+int hcgp_srun_post_opt(spank_t sp);
+int hcgp_srun_user_init(spank_t sp);
+int hcgp_alloc_init(spank_t sp, int ac, char **av);
+int hcgp_alloc_post_opt(spank_t sp);
+int hcgp_slurmd_init(spank_t sp, int ac, char **av);
+int hcgp_slurmstepd_init(spank_t sp, int ac, char **av);
+int hcgp_slurmstepd_task_init(spank_t sp);
 
-/* plugin.c: prints "hcg: " + message; message may span lines (the core's
- * column + caret), which are printed as they are. */
-void hcg_log_error(const char *message);
-/* Same, with the core's error code name when the message is empty. */
-void hcg_log_hcg_error(const hcg_error *err);
-
-#endif /* HCG_SPANK_PLUGIN_H */
+#endif /* HCGP_PLUGIN_H */

@@ -32,8 +32,8 @@ static struct {
   spank_context_t ctx;
   struct spank_option *opt;
   uint32_t job, step, world, rank;
-  int item_fails; /* spank_get_item fails for S_JOB_TOTAL_TASK_COUNT */
-  char *env[64];  /* the remote task's environment */
+  int item_fails;        /* spank_get_item fails for S_JOB_TOTAL_TASK_COUNT */
+  char *env[64];         /* the remote task's environment */
   char control[1 << 17]; /* last spank_job_control_setenv value */
   char log[1 << 15];     /* everything logged, one message per line */
 } host;
@@ -232,8 +232,7 @@ static void load_plugin(void) {
       (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_local_user_init");
   p_task_init = (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_task_init");
   p_exit = (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_exit");
-  ck_assert(p_init && p_post_opt && p_local_user_init && p_task_init &&
-            p_exit);
+  ck_assert(p_init && p_post_opt && p_local_user_init && p_task_init && p_exit);
 }
 
 static void unload_plugin(void) {
@@ -256,8 +255,7 @@ static int start(spank_context_t ctx, const char *args) {
 
 static void option(const char *value) {
   ck_assert_ptr_nonnull(host.opt);
-  ck_assert_int_eq(host.opt->cb(host.opt->val, value,
-                                host.ctx == S_CTX_REMOTE),
+  ck_assert_int_eq(host.opt->cb(host.opt->val, value, host.ctx == S_CTX_REMOTE),
                    0);
 }
 
@@ -284,7 +282,8 @@ static void teardown(void) {
   reset_host(S_CTX_ERROR);
 }
 
-/* ---- tests ---------------------------------------------------------------- */
+/* ---- tests ----------------------------------------------------------------
+ */
 
 START_TEST(exports_only_spank_symbols) {
   ck_assert_str_eq((const char *)dlsym(plugin, "plugin_name"), "hcg");
@@ -544,8 +543,7 @@ START_TEST(sbatch_passes_file_text) {
   option(arg);
   ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
   ck_assert_str_eq(host.control, "tp=2,dp=*\n");
-  ck_assert_str_eq(getenv("_SLURM_SPANK_OPTION_hcg_hcg_layout"),
-                   "tp=2,dp=*\n");
+  ck_assert_str_eq(getenv("_SLURM_SPANK_OPTION_hcg_hcg_layout"), "tp=2,dp=*\n");
   stop();
   remove(path);
   unsetenv("_SLURM_SPANK_OPTION_hcg_hcg_layout");
@@ -588,7 +586,8 @@ START_TEST(task_gets_variables) {
   ck_assert_str_eq(task_env("HCG_LANGUAGE"), "llm");
   ck_assert_str_eq(task_env("HCG_LLM_TP_RANK"), "1");
   ck_assert_str_eq(task_env("HCG_LLM_DP_RANK"), "0");
-  ck_assert_str_eq(task_env("HCG_LAYOUT"), "vision@0:tp=2,dp=2;llm@4:tp=2,dp=2");
+  ck_assert_str_eq(task_env("HCG_LAYOUT"),
+                   "vision@0:tp=2,dp=2;llm@4:tp=2,dp=2");
   ck_assert_ptr_null(task_env(FWD));
   ck_assert_int_eq(task_env_count("HCG_"), 10);
   expect_log("verbose: hcg: task 5 of step 7.3: 10 variables");
@@ -676,7 +675,8 @@ START_TEST(task_refusals) {
   host.world = 2;
   task_env_set(FWD, "hcg1:7.3:world:world@0:tp=4");
   ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
-  expect_log("task 0 of step 7.3: layout: column 1: grid 'world' is over sized");
+  expect_log(
+      "task 0 of step 7.3: layout: column 1: grid 'world' is over sized");
   stop();
 
   /* Heterogeneous step seen on the node. */

@@ -59,8 +59,7 @@ struct env_json {
 };
 
 static int is_common_var(const char *name) {
-  return !strcmp(name, "HCG_VERSION") || !strcmp(name, "HCG_LAYOUT") ||
-         !strcmp(name, "HCG_WORLD_SIZE") || !strcmp(name, "HCG_LANGUAGE");
+  return hcg_env_scope(name) == HCG_ENV_SHARED;
 }
 
 static int env_to_json(void *arg, const char *name, const char *value) {

@@ -1,9 +1,12 @@
 /*
- * env.c - the variables a task receives (INTERFACES.md section 2). The
- * plugin exports exactly this walk and `hcg explain` prints it, so both
- * agree by construction; it costs O(dims) whatever the world size.
+ * env.c - the variables a task receives (doc/interfaces.md, "The task
+ * environment"). The plugin exports exactly this walk and `hcg explain`
+ * prints it, so both agree by construction; it costs O(dims) whatever the
+ * world size. Which variable is shared, per rank or per dim is said here
+ * only: the plugin, explain and libhcg ask hcg_env_scope.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -19,6 +22,47 @@ void hcg__env_stem(char *out, size_t cap, const struct hcg_layout *L, int g,
   for (char *p = out + 4; *p; p++)
     if (*p >= 'a' && *p <= 'z')
       *p = (char)(*p - 'a' + 'A');
+}
+
+/* The variables every task gets whatever its layout, in the order of the
+ * walk; the per-dim ones follow them. */
+enum {
+  VAR_VERSION,
+  VAR_LAYOUT,
+  VAR_RANK,
+  VAR_WORLD_SIZE,
+  VAR_GRIDS,
+  VAR_LANGUAGE,
+  FIXED_VARS
+};
+static const struct {
+  const char *name;
+  enum hcg_env_scope scope;
+} fixed[FIXED_VARS] = {
+    [VAR_VERSION] = {"HCG_VERSION", HCG_ENV_SHARED},
+    [VAR_LAYOUT] = {"HCG_LAYOUT", HCG_ENV_SHARED},
+    [VAR_RANK] = {"HCG_RANK", HCG_ENV_PER_RANK},
+    [VAR_WORLD_SIZE] = {"HCG_WORLD_SIZE", HCG_ENV_SHARED},
+    [VAR_GRIDS] = {"HCG_GRIDS", HCG_ENV_PER_RANK},
+    [VAR_LANGUAGE] = {"HCG_LANGUAGE", HCG_ENV_SHARED},
+};
+
+static int has_suffix(const char *s, size_t n, const char *suffix) {
+  size_t k = strlen(suffix);
+  return n > k && !memcmp(s + n - k, suffix, k);
+}
+
+int hcg_env_scope(const char *name) {
+  if (!name)
+    return 0;
+  for (int i = 0; i < FIXED_VARS; i++)
+    if (!strcmp(name, fixed[i].name))
+      return fixed[i].scope;
+  size_t n = strlen(name);
+  if (n > 4 && !memcmp(name, "HCG_", 4) &&
+      (has_suffix(name, n, "_RANK") || has_suffix(name, n, "_SIZE")))
+    return HCG_ENV_PER_DIM;
+  return 0;
 }
 
 int hcg_rank_env(const hcg_layout *L, int rank, hcg_env_fn fn, void *arg) {
@@ -37,20 +81,20 @@ int hcg_rank_env(const hcg_layout *L, int rank, hcg_env_fn fn, void *arg) {
   } while (0)
 
   snprintf(value, sizeof value, "%d", HCG_ENV_VERSION);
-  EMIT("HCG_VERSION", value);
-  EMIT("HCG_LAYOUT", L->text);
+  EMIT(fixed[VAR_VERSION].name, value);
+  EMIT(fixed[VAR_LAYOUT].name, L->text);
   snprintf(value, sizeof value, "%d", rank);
-  EMIT("HCG_RANK", value);
+  EMIT(fixed[VAR_RANK].name, value);
   snprintf(value, sizeof value, "%d", L->world);
-  EMIT("HCG_WORLD_SIZE", value);
+  EMIT(fixed[VAR_WORLD_SIZE].name, value);
 
   struct hcg_buf b;
   hcg__buf_init(&b, value, sizeof value);
   for (int g = 0; g < L->ngrids; g++)
     if (hcg_grid_contains(L, g, rank))
       hcg__buf_printf(&b, "%s%s", b.len ? "," : "", L->grids[g].name);
-  EMIT("HCG_GRIDS", value);
-  EMIT("HCG_LANGUAGE", L->grids[L->language].name);
+  EMIT(fixed[VAR_GRIDS].name, value);
+  EMIT(fixed[VAR_LANGUAGE].name, L->grids[L->language].name);
 
   for (int g = 0; g < L->ngrids; g++) {
     const struct hcg_grid *grid = &L->grids[g];

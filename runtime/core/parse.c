@@ -376,3 +376,13 @@ int hcg__parse(struct hcg_layout *L, const struct hcg_source *src,
                         "such as tp=2,dp=*");
   return HCG_OK;
 }
+
+int hcg_name_valid(const char *name) {
+  if (!name || !hcg__is_name_start(name[0]))
+    return 0;
+  size_t n = 1;
+  for (; name[n]; n++)
+    if (!hcg__is_name_char(name[n]) || n >= HCG_MAX_NAME)
+      return 0;
+  return 1;
+}

@@ -103,6 +103,35 @@ START_TEST(env_name_collisions) {
 }
 END_TEST
 
+/* Every variable of the walk has a scope; only the core says which. */
+static int check_scope(void *arg, const char *name, const char *value) {
+  (void)value;
+  int *counts = arg;
+  int scope = hcg_env_scope(name);
+  ck_assert_int_ge(scope, HCG_ENV_SHARED);
+  ck_assert_int_le(scope, HCG_ENV_PER_DIM);
+  counts[scope]++;
+  return 0;
+}
+
+START_TEST(env_scopes) {
+  ck_assert_int_eq(hcg_env_scope("HCG_LAYOUT"), HCG_ENV_SHARED);
+  ck_assert_int_eq(hcg_env_scope("HCG_LANGUAGE"), HCG_ENV_SHARED);
+  ck_assert_int_eq(hcg_env_scope("HCG_RANK"), HCG_ENV_PER_RANK);
+  ck_assert_int_eq(hcg_env_scope("HCG_GRIDS"), HCG_ENV_PER_RANK);
+  ck_assert_int_eq(hcg_env_scope("HCG_LLM_TP_SIZE"), HCG_ENV_PER_DIM);
+  ck_assert_int_eq(hcg_env_scope("HCG_TIMEOUT"), 0);
+  ck_assert_int_eq(hcg_env_scope(NULL), 0);
+  hcg_layout *L = must_parse("llm:tp=2,dp=2; llm/e:ep=4", 4);
+  int counts[4] = {0};
+  ck_assert_int_eq(hcg_rank_env(L, 1, check_scope, counts), HCG_OK);
+  ck_assert_int_eq(counts[HCG_ENV_SHARED], 4);
+  ck_assert_int_eq(counts[HCG_ENV_PER_RANK], 2);
+  ck_assert_int_eq(counts[HCG_ENV_PER_DIM], 6);
+  hcg_layout_free(L);
+}
+END_TEST
+
 Suite *env_suite(void) {
   Suite *s = suite_create("env");
   TCase *tc = tcase_create("env");
@@ -110,6 +139,7 @@ Suite *env_suite(void) {
   tcase_add_test(tc, env_mimo);
   tcase_add_test(tc, env_walk_stops_and_bounds);
   tcase_add_test(tc, env_name_collisions);
+  tcase_add_test(tc, env_scopes);
   suite_add_tcase(s, tc);
   return s;
 }

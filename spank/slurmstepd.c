@@ -1,12 +1,12 @@
 /*
- * remote.c - slurmstepd: give each task its HCG_* variables.
+ * slurmstepd.c - slurmstepd: give each task its HCG_* variables.
  *
  * task_init runs in the forked task, as the user, just before exec. It is
  * the one remote callback allowed to fail (the task then fails to start,
  * the node stays up); every other remote callback only logs.
  *
  * Nothing here opens a file: the layout comes as canonical text from srun
- * through HCG_FORWARD_ENV (see forward.h). The option's own argument, which
+ * through HCGP_FORWARD_ENV (see forward.h). The option's own argument, which
  * may be an @PATH, only tells whether the user asked for a layout.
  */
 #include <inttypes.h>
@@ -39,7 +39,7 @@ static int set_var(void *arg, const char *name, const char *value) {
   struct setter *s = arg;
   spank_err_t rc = spank_setenv(s->sp, name, value, 1);
   if (rc != ESPANK_SUCCESS) {
-    slurm_error(HCG_LOG_PREFIX "cannot set %s for the task: %s", name,
+    slurm_error(HCGP_LOG_PREFIX "cannot set %s for the task: %s", name,
                 spank_strerror(rc));
     return -1;
   }
@@ -48,87 +48,95 @@ static int set_var(void *arg, const char *name, const char *value) {
 }
 
 /* The step's SLURM_NTASKS as srun set it, or NULL (see
- * hcg_step_heterogeneous). */
+ * hcgp_step_heterogeneous). */
 static const char *step_ntasks(spank_t sp, char *buf, size_t cap) {
   return spank_getenv(sp, "SLURM_NTASKS", buf, (int)cap) == ESPANK_SUCCESS
              ? buf
              : NULL;
 }
 
-int hcg_remote_task_init(spank_t sp) {
+int hcgp_slurmstepd_init(spank_t sp, int ac, char **av) {
+  /* The option must be known here too, or Slurm drops it from the launch
+   * message; a failure is remembered and reported in task_init. */
+  hcgp_load_args(ac, av, 0, "on this node");
+  (void)hcgp_option_register(sp);
+  return 0;
+}
+
+int hcgp_slurmstepd_task_init(spank_t sp) {
   uint32_t job = 0, step = 0, world = 0, rank = 0;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
-    hcg_log_error("cannot tell which job step this task belongs to");
+    hcgp_log_error("cannot tell which job step this task belongs to");
     return -1;
   }
   if (step == SLURM_BATCH_SCRIPT || step == SLURM_EXTERN_CONT ||
       step == SLURM_INTERACTIVE_STEP)
     return 0;
 
-  if (!hcg_option_active()) {
+  if (!hcgp_option_active()) {
     /* Never let an outer step's layout leak into a step without one. */
-    (void)spank_unsetenv(sp, HCG_FORWARD_ENV);
+    (void)spank_unsetenv(sp, HCGP_FORWARD_ENV);
     return 0;
   }
-  if (!hcg_state.registered) {
-    hcg_log_error("--hcg-layout could not be registered on this node; see "
-                  "the slurmd log");
+  if (!hcgp_state.registered) {
+    hcgp_log_error("--hcg-layout could not be registered on this node; see "
+                   "the slurmd log");
     return -1;
   }
-  if (hcg_state.conflict) {
-    hcg_log_error("--hcg-layout reached this node with two different values");
+  if (hcgp_state.conflict) {
+    hcgp_log_error("--hcg-layout reached this node with two different values");
     return -1;
   }
   if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &world) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS) {
-    hcg_log_error("cannot get the task's rank and the step's task count");
+    hcgp_log_error("cannot get the task's rank and the step's task count");
     return -1;
   }
   char ntasks[32];
-  if (hcg_step_heterogeneous(step_ntasks(sp, ntasks, sizeof ntasks), world)) {
-    hcg_log_error("heterogeneous steps are not supported yet");
+  if (hcgp_step_heterogeneous(step_ntasks(sp, ntasks, sizeof ntasks), world)) {
+    hcgp_log_error("heterogeneous steps are not supported yet");
     return -1;
   }
 
-  size_t cap = HCG_FORWARD_MAX + 1;
+  size_t cap = HCGP_FORWARD_MAX + 1;
   char *buf = malloc(cap);
   if (!buf) {
-    hcg_log_error("out of memory for the layout");
+    hcgp_log_error("out of memory for the layout");
     return -1;
   }
-  spank_err_t erc = spank_getenv(sp, HCG_FORWARD_ENV, buf, (int)cap);
-  (void)spank_unsetenv(sp, HCG_FORWARD_ENV);
+  spank_err_t erc = spank_getenv(sp, HCGP_FORWARD_ENV, buf, (int)cap);
+  (void)spank_unsetenv(sp, HCGP_FORWARD_ENV);
   if (erc != ESPANK_SUCCESS) {
     if (erc == ESPANK_ENV_NOEXIST)
-      hcg_log_error("srun did not forward the layout of --hcg-layout: is the "
-                    "hcg plugin in srun's plugstack.conf?");
+      hcgp_log_error("srun did not forward the layout of --hcg-layout: is the "
+                     "hcg plugin in srun's plugstack.conf?");
     else
-      slurm_error(HCG_LOG_PREFIX "cannot read %s: %s", HCG_FORWARD_ENV,
+      slurm_error(HCGP_LOG_PREFIX "cannot read %s: %s", HCGP_FORWARD_ENV,
                   spank_strerror(erc));
     free(buf);
     return -1;
   }
 
-  if (hcg_forward_refused(buf, strlen(buf), job, step)) {
+  if (hcgp_forward_refused(buf, strlen(buf), job, step)) {
     /* srun has explained why; one line from the first task is enough. */
     if (rank == 0)
-      hcg_log_error("srun refused the layout of this step; no task runs");
+      hcgp_log_error("srun refused the layout of this step; no task runs");
     free(buf);
     return -1;
   }
 
-  struct hcg_task task = {job, step, world, rank, hcg_state.args.export_dims};
+  struct hcgp_task task = {job, step, world, rank, hcgp_state.args.export_dims};
   hcg_error err = HCG_ERROR_INIT;
   struct setter setter = {sp, 0};
-  int rc = hcg_task_env(buf, strlen(buf), &task, set_var, &setter, &err);
+  int rc = hcgp_task_env(buf, strlen(buf), &task, set_var, &setter, &err);
   if (rc == 0)
-    slurm_verbose(HCG_LOG_PREFIX "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32
-                                 ": %d variables",
+    slurm_verbose(HCGP_LOG_PREFIX "task %" PRIu32 " of step %" PRIu32
+                                  ".%" PRIu32 ": %d variables",
                   rank, job, step, setter.count);
   else if (rc > 0)
     slurm_error(
-        HCG_LOG_PREFIX "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32 ": %s",
+        HCGP_LOG_PREFIX "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32 ": %s",
         rank, job, step, err.message[0] ? err.message : hcg_strerror(rc));
   free(buf);
   return rc ? -1 : 0;

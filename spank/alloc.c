@@ -1,9 +1,9 @@
 /*
- * allocator.c - sbatch and salloc: the option is checked here (file read as
+ * alloc.c - sbatch and salloc: the option is checked here (file read as
  * the user, grammar checked) and passed on to every srun of the job.
  *
  * Slurm already passes the option on: it stores the argument in the job's
- * SPANK environment as HCG_OPTION_ENV, which the batch script (or the salloc
+ * SPANK environment as HCGP_OPTION_ENV, which the batch script (or the salloc
  * shell) sees as SLURM_SPANK_<that name>, and srun takes it from there as if
  * given on its command line. For @PATH that argument is the path, which an
  * srun on a compute node would read again, perhaps in another directory,
@@ -17,26 +17,33 @@
 
 #include "plugin.h"
 
-int hcg_allocator_post_opt(spank_t sp) {
-  if (!hcg_option_active())
-    return 0;
-  if (hcg_local_load(sp))
+int hcgp_alloc_init(spank_t sp, int ac, char **av) {
+  hcgp_load_args(ac, av, 1, NULL);
+  if (hcgp_state.args_bad)
     return -1;
-  if (hcg_state.value[0] != '@')
+  return hcgp_option_register(sp);
+}
+
+int hcgp_alloc_post_opt(spank_t sp) {
+  if (!hcgp_option_active())
+    return 0;
+  if (hcgp_load_layout())
+    return -1;
+  if (hcgp_state.value[0] != '@')
     return 0;
 
   /* Slurm copied the argument into both places before calling post_opt:
    * the job's SPANK environment, and our own environment (which sbatch
    * copies into the job's environment). Overwrite both. */
   spank_err_t rc =
-      spank_job_control_setenv(sp, HCG_OPTION_ENV, hcg_state.text, 1);
+      spank_job_control_setenv(sp, HCGP_OPTION_ENV, hcgp_state.text, 1);
   if (rc != ESPANK_SUCCESS) {
-    slurm_error(HCG_LOG_PREFIX "cannot pass the layout to the job: %s",
+    slurm_error(HCGP_LOG_PREFIX "cannot pass the layout to the job: %s",
                 spank_strerror(rc));
     return -1;
   }
-  if (setenv(HCG_OPTION_ENV, hcg_state.text, 1) != 0) {
-    slurm_error(HCG_LOG_PREFIX "cannot pass the layout to the job: %s",
+  if (setenv(HCGP_OPTION_ENV, hcgp_state.text, 1) != 0) {
+    slurm_error(HCGP_LOG_PREFIX "cannot pass the layout to the job: %s",
                 strerror(errno));
     return -1;
   }

@@ -1,0 +1,94 @@
+/*
+ * load.c - what srun, sbatch and salloc read: the plugstack.conf arguments
+ * and the layout of --hcg-layout.
+ *
+ * srun, sbatch and salloc run as the user, so reading @PATH here reads
+ * exactly the files the user may read. slurmstepd never reads a path: it
+ * gets the canonical text from srun (see forward.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin.h"
+
+static void report_strict(void *arg, const char *message) {
+  (void)arg;
+  hcgp_log_error(message);
+}
+
+static void report_lenient(void *arg, const char *message) {
+  const char *where = arg;
+  slurm_error(HCGP_LOG_PREFIX "%s (ignored %s; the default is used)", message,
+              where);
+}
+
+void hcgp_load_args(int ac, char **av, int strict, const char *where) {
+  hcgp_args_defaults(&hcgp_state.args);
+  hcgp_state.args_bad =
+      hcgp_args_parse(&hcgp_state.args, ac, av,
+                      strict ? report_strict : report_lenient, (void *)where);
+}
+
+void hcgp_log_layout_error(const hcg_error *err) {
+  hcgp_log_hcg_error(err);
+  if (err->code == HCG_ELIMIT && strstr(err->message, "the limit is"))
+    slurm_error(HCGP_LOG_PREFIX "the site's limit is max_layout_bytes=%zu in "
+                                "plugstack.conf",
+                hcgp_state.args.max_layout_bytes);
+}
+
+hcg_layout_config hcgp_load_config(int world) {
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = world;
+  cfg.language = hcgp_state.args.language[0] ? hcgp_state.args.language : NULL;
+  cfg.max_bytes = hcgp_state.args.max_layout_bytes;
+  /* The text of an @PATH file was read once, here: name the file in
+   * messages about it. */
+  if (hcgp_state.value && hcgp_state.value[0] == '@')
+    cfg.source_name = hcgp_state.value + 1;
+  return cfg;
+}
+
+int hcgp_load_layout(void) {
+  /* srun runs post_opt once per heterogeneous component: load once. */
+  if (hcgp_state.loaded || !hcgp_option_active())
+    return 0;
+  if (hcgp_option_check())
+    return -1;
+
+  hcg_error err = HCG_ERROR_INIT;
+  const char *v = hcgp_state.value;
+  char *text = NULL;
+  size_t len = 0;
+  if (v[0] == '@') {
+    if (hcg_layout_read_file(v + 1, hcgp_state.args.max_layout_bytes, &text,
+                             &len, &err)) {
+      hcgp_log_layout_error(&err);
+      return -1;
+    }
+  } else {
+    len = hcgp_state.value_len;
+    text = malloc(len + 1);
+    if (!text) {
+      hcgp_log_error("out of memory for the layout");
+      return -1;
+    }
+    memcpy(text, v, len + 1);
+  }
+
+  /* Without the task count only grammar and hard bounds can be judged;
+   * everything that depends on the world waits for srun's user_init. */
+  hcg_layout_config cfg = hcgp_load_config(0);
+  hcg_layout *layout = NULL;
+  int rc = hcg_layout_parse(text, len, &cfg, &layout, &err);
+  hcg_layout_free(layout);
+  if (rc == HCG_ESYNTAX || rc == HCG_ELIMIT || rc == HCG_ENOMEM) {
+    hcgp_log_layout_error(&err);
+    free(text);
+    return -1;
+  }
+  hcgp_state.text = text;
+  hcgp_state.text_len = len;
+  hcgp_state.loaded = 1;
+  return 0;
+}

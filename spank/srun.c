@@ -1,0 +1,110 @@
+/*
+ * srun.c - srun: check the layout against the step's task count before any
+ * task starts, and hand the canonical text to slurmstepd (see forward.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forward.h"
+#include "plugin.h"
+
+int hcgp_srun_init(spank_t sp, int ac, char **av) {
+  hcgp_load_args(ac, av, 1, NULL);
+  if (hcgp_state.args_bad)
+    return -1;
+  return hcgp_option_register(sp);
+}
+
+/* Options are complete: read @PATH and check the syntax now, before srun
+ * asks for an allocation. The task count comes later. */
+int hcgp_srun_post_opt(spank_t sp) {
+  (void)sp;
+  return hcgp_load_layout();
+}
+
+/* Makes every task of the step fail before the user's program starts (see
+ * forward.h for why srun must not simply fail here). The reason has been
+ * printed already. */
+static int refuse(uint32_t job, uint32_t step) {
+  char *value = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  if (hcgp_forward_refuse(job, step, &value, &err)) {
+    hcgp_log_hcg_error(&err);
+    return -1;
+  }
+  /* Without the variable slurmstepd refuses the tasks as well. */
+  (void)setenv(HCGP_FORWARD_ENV, value, 1);
+  free(value);
+  return 0;
+}
+
+int hcgp_srun_user_init(spank_t sp) {
+  /* A value inherited from an outer hcg step must never reach this step's
+   * tasks, whatever happens next. */
+  unsetenv(HCGP_FORWARD_ENV);
+  if (!hcgp_option_active())
+    return 0;
+
+  uint32_t world = 0, job = 0, step = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
+    /* Cannot even name the step: failing is the only option left. */
+    hcgp_log_error("srun did not tell the job step; cannot forward the layout");
+    return -1;
+  }
+  if (!hcgp_state.loaded && hcgp_load_layout())
+    return refuse(job, step);
+  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &world) != ESPANK_SUCCESS ||
+      world == 0) {
+    hcgp_log_error("srun did not tell the step's task count; cannot check the "
+                   "layout, no task will run");
+    return refuse(job, step);
+  }
+  if (hcgp_step_heterogeneous(getenv("SLURM_NTASKS"), world)) {
+    hcgp_log_error("heterogeneous steps are not supported yet; no task will "
+                   "run (give --hcg-layout to a step of one component only)");
+    return refuse(job, step);
+  }
+  if (world > HCG_MAX_WORLD) {
+    slurm_error(HCGP_LOG_PREFIX "the step has %" PRIu32 " tasks; a layout "
+                                "describes at most %d; no task will run",
+                world, HCG_MAX_WORLD);
+    return refuse(job, step);
+  }
+
+  hcg_layout_config cfg = hcgp_load_config((int)world);
+  hcg_layout *layout = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  if (hcg_layout_parse(hcgp_state.text, hcgp_state.text_len, &cfg, &layout,
+                       &err)) {
+    hcgp_log_layout_error(&err);
+    slurm_error(HCGP_LOG_PREFIX "the layout does not fit this step of %" PRIu32
+                                " task%s; no task will run",
+                world, world == 1 ? "" : "s");
+    return refuse(job, step);
+  }
+
+  char *value = NULL;
+  const char *language = hcg_grid_name(layout, hcg_layout_language(layout));
+  int rc = hcgp_forward_encode(job, step, language, hcg_layout_text(layout),
+                               &value, &err);
+  if (rc) {
+    hcgp_log_hcg_error(&err);
+    rc = refuse(job, step);
+  } else if (setenv(HCGP_FORWARD_ENV, value, 1) != 0) {
+    slurm_error(HCGP_LOG_PREFIX "cannot set %s: %s; no task will run",
+                HCGP_FORWARD_ENV, strerror(errno));
+    rc = refuse(job, step);
+  } else {
+    slurm_verbose(HCGP_LOG_PREFIX "step %" PRIu32 ".%" PRIu32 ", %" PRIu32
+                                  " tasks: %s",
+                  job, step, world, hcg_layout_text(layout));
+  }
+  free(value);
+  hcg_layout_free(layout);
+  return rc;
+}
