@@ -355,7 +355,7 @@ const char *hcg_bridge_kind_name(int kind); /* "fan-in", ...          */
 
 typedef struct hcg_bridge {
   int src, dest;  /* grid indices                                         */
-  int colocated;  /* 1: same ranks (section 7), 0: disjoint (section 8)   */
+  int colocated;  /* 1: same ranks, 0: disjoint (doc/semantics.md 7, 8) */
   int kind;       /* enum hcg_bridge_kind                                 */
   int scale;      /* larger dp (or leader count) / smaller; 1 passthrough */
   /* colocated: */

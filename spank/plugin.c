@@ -5,7 +5,7 @@
  * Slurm loads the same object in srun (S_CTX_LOCAL), sbatch/salloc
  * (S_CTX_ALLOCATOR), slurmd (S_CTX_SLURMD) and slurmstepd (S_CTX_REMOTE).
  *
- * Failure policy (doc/interfaces.md, "Failures"): where a person is
+ * Failure policy (doc/interfaces.md section 4): where a person is
  * watching (srun, sbatch, salloc) every problem is an error and stops the
  * command. On a compute node a failing init, init_post_opt or user_init can
  * drain the node or take down every job step, so there the plugin only

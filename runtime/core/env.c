@@ -1,6 +1,6 @@
 /*
- * env.c - the variables a task receives (doc/interfaces.md, "The task
- * environment"). The plugin exports exactly this walk and `hcg explain`
+ * env.c - the variables a task receives (doc/interfaces.md
+ * section 2). The plugin exports exactly this walk and `hcg explain`
  * prints it, so both agree by construction; it costs O(dims) whatever the
  * world size. Which variable is shared, per rank or per dim is said here
  * only: the plugin, explain and libhcg ask hcg_env_scope.

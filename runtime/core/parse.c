@@ -1,5 +1,5 @@
 /*
- * parse.c - the layout language's syntax (hcg(1), INTERFACES.md section 1).
+ * parse.c - the layout language's syntax (hcg(1), doc/interfaces.md section 1).
  *
  * A hand-written scanner over bytes: every token is checked where it starts,
  * so each error can point at its column. Nothing here knows the world size;

@@ -18,7 +18,7 @@ expect_enum() {
   [ "$output" = "$4" ] || { echo "'$1' -n $2 $3: got $output, expected $4"; return 1; }
 }
 
-@test "enum reproduces the enumeration goldens (SEMANTICS 2)" {
+@test "enum reproduces the enumeration goldens (doc/semantics.md 2)" {
   expect_enum 'tp=2,dp=4' 8 tp '[[0,1],[2,3],[4,5],[6,7]]'
   expect_enum 'tp=2,cp=2,dp=2' 8 tp,cp '[[0,1,2,3],[4,5,6,7]]'
   expect_enum 'pad:x=4; llm:tp=2,dp=2' 8 llm:tp '[[4,5],[6,7]]'
@@ -39,7 +39,7 @@ expect_enum() {
   [ "$(echo "$output" | jq -c '.[23]')" = '[23,47,71,95,119]' ]
 }
 
-@test "enum reproduces the view and expert goldens (SEMANTICS 3, 4)" {
+@test "enum reproduces the view and expert goldens (doc/semantics.md 3, 4)" {
   v='llm:tp=2,dp=2,pp=2; llm/expert:expt_tp=2,ep=2,pp'
   expect_enum "$v" 8 llm/expert:pp '[[0,4],[1,5],[2,6],[3,7]]'
   expect_enum "$v" 8 llm/expert:expt_tp,ep '[[0,1,2,3],[4,5,6,7]]'

@@ -55,7 +55,7 @@
 # Set HCG_CLUSTER_KEEP=1 to keep the directory after cluster_stop.
 #
 # CLUSTER_NODE_COUNT=2 (before cluster_start) adds a second node, hcgn2, in a
-# network namespace of its own (INTERFACES.md section 5): a private bridge
+# network namespace of its own (doc/interfaces.md section 5): a private bridge
 # joins the host (first node, slurmctld) and the namespace, on a random
 # 10.x.y.0/24 subnet. Multi-node steps and heterogeneous steps need it.
 

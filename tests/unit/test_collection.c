@@ -1,4 +1,4 @@
-/* test_collection.c - SEMANTICS.md section 5: the process-group collection
+/* test_collection.c - doc/semantics.md section 5: the process-group collection
  * of a grid and the language module's embedding groups. */
 #include <stdio.h>
 #include <stdlib.h>

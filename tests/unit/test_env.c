@@ -1,4 +1,4 @@
-/* test_env.c - the variables a task receives (INTERFACES.md section 2). */
+/* test_env.c - the variables a task receives (doc/interfaces.md section 2). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_grid.c - SEMANTICS.md sections 1, 2 and 4: coordinates, canonical
+/* test_grid.c - doc/semantics.md sections 1, 2 and 4: coordinates, canonical
  * enumerations and group keys, bit-exact with Megatron-LM. */
 #include <stdlib.h>
 #include <string.h>
@@ -153,8 +153,8 @@ START_TEST(huge_world) {
 }
 END_TEST
 
-/* SEMANTICS.md section 4: dense tp,cp,dp,pp and expert expt_tp,ep,expt_dp,pp
- * over 16 ranks, pp shared. */
+/* doc/semantics.md section 4: dense tp,cp,dp,pp and expert
+ * expt_tp,ep,expt_dp,pp over 16 ranks, pp shared. */
 START_TEST(golden_expert_factorization) {
   const char *l =
       "llm:tp=2,cp=2,dp=2,pp=2; llm/expert:expt_tp=2,ep=2,expt_dp=2,pp";

@@ -1,5 +1,5 @@
-/* test_mimo.c - SEMANTICS.md sections 6-8: module spans, roles, the language
- * module, and the colocated and non-colocated bridges. */
+/* test_mimo.c - doc/semantics.md sections 6-8: module spans, roles, the
+ * language module, and the colocated and non-colocated bridges. */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* test_views.c - SEMANTICS.md section 3: named views, their checks in
+/* test_views.c - doc/semantics.md section 3: named views, their checks in
  * Megatron's order, and all-shared requests resolving to the base. */
 #include <stdio.h>
 #include <string.h>

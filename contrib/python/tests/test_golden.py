@@ -1,7 +1,7 @@
-"""Every golden value of SEMANTICS.md sections 2-5 (and the MIMO bridge
+"""Every golden value of doc/semantics.md sections 2-5 (and the MIMO bridge
 goldens of sections 7-8), through the Python binding.
 
-SEMANTICS.md states grids as shapes at offsets; here each is written as the
+doc/semantics.md states grids as shapes at offsets; here each is written as the
 layout that makes that grid (a grid at an offset needs grids before it to
 cover the world, so those layouts have a filler grid and name the grid
 under test llm).
@@ -217,7 +217,7 @@ class Section4Expert(unittest.TestCase):
             self.assertEqual(L.grid("llm").dims[2].size, 2)
 
 
-# Field -> (view, dims) of SEMANTICS.md section 5.
+# Field -> (view, dims) of doc/semantics.md section 5.
 FIELD_DIMS = {
     "tp": ("base", ["tp"]), "cp": ("base", ["cp"]), "pp": ("base", ["pp"]),
     "dp": ("base", ["dp"]), "dp_cp": ("base", ["dp", "cp"]),
