@@ -129,6 +129,70 @@ all_ok() {
     END { exit bad }'
 }
 
+# bridge_case NAME SRC DEST: the colocated bridge on 8 tasks, every check
+# on every rank (forward rows, full-sequence backward, the cp control when
+# dest cp > 1, the oracle), and the oracle's largest difference for the log.
+bridge_case() {
+  torch_run 8 "vision@0:$2; llm@0:$3" check_bridge.py colocated
+  [ "$status" -eq 0 ] || { show; return 1; }
+  if outs | grep -q '^bad'; then show; return 1; fi
+  local want=24
+  case $3 in *cp=2*) want=32 ;; esac
+  [ "$(outs | grep -c '^ok ')" -eq "$want" ] || { show; return 1; }
+  echo "# $1: $(outs | grep -m1 forward | cut -d' ' -f4-); oracle $(outs | grep oracle |
+    awk '{print $NF}' | sort -g | tail -n 1)" >&3
+}
+
+@test "colocated bridge TP2/DP4 -> TP4/DP2 (fan-in), dest cp 1" {
+  bridge_case fan-in 'tp=2,dp=4' 'tp=4,dp=2'
+}
+@test "colocated bridge TP2/DP4 -> TP2/CP2/DP2 (fan-in), dest cp 2" {
+  bridge_case fan-in-cp2 'tp=2,dp=4' 'tp=2,cp=2,dp=2'
+}
+@test "colocated bridge TP4/DP2 -> TP2/DP4 (fan-out), dest cp 1" {
+  bridge_case fan-out 'tp=4,dp=2' 'tp=2,dp=4'
+}
+@test "colocated bridge TP4/DP2 -> TP1/CP2/DP4 (fan-out), dest cp 2" {
+  bridge_case fan-out-cp2 'tp=4,dp=2' 'tp=1,cp=2,dp=4'
+}
+@test "colocated bridge TP1/DP8 -> TP4/DP2 (fan-in by 4), dest cp 1" {
+  bridge_case fan-in-4 'tp=1,dp=8' 'tp=4,dp=2'
+}
+@test "colocated bridge TP1/DP8 -> TP2/CP2/DP2 (fan-in by 4), dest cp 2" {
+  bridge_case fan-in-4-cp2 'tp=1,dp=8' 'tp=2,cp=2,dp=2'
+}
+@test "colocated bridge TP2/DP4 -> TP1/CP2/DP4 (passthrough), dest cp 2" {
+  bridge_case passthrough-cp2 'tp=2,dp=4' 'tp=1,cp=2,dp=4'
+}
+
+@test "non-colocated bridge: fan-in and fan-out between lane leaders" {
+  torch_run 8 'vision:tp=1,dp=4; llm:tp=2,dp=2' check_bridge.py noncolocated
+  [ "$status" -eq 0 ] || { show; false; }
+  if outs | grep -q '^bad'; then show; false; fi
+  # 4 src leaders (0-3) send to 2 dest leaders (4, 6): fan-in.
+  [ "$(outs | grep -c '^ok [0-3] backward')" -eq 4 ] || { show; false; }
+  [ "$(outs | grep -c '^ok [46] forward fan-in')" -eq 2 ] || { show; false; }
+  torch_run 8 'vision:tp=2,dp=2; llm:tp=1,dp=4' check_bridge.py noncolocated
+  [ "$status" -eq 0 ] || { show; false; }
+  if outs | grep -q '^bad'; then show; false; fi
+  # 2 src leaders (1, 3) send to 4 dest leaders (4-7): fan-out.
+  [ "$(outs | grep -c '^ok [13] backward')" -eq 2 ] || { show; false; }
+  [ "$(outs | grep -c '^ok [4-7] forward fan-out')" -eq 4 ] || { show; false; }
+}
+
+@test "bridge bad input: clear errors naming the values, nothing sent" {
+  torch_run 8 'vision@0:tp=4,dp=2; llm@0:tp=2,dp=4' check_bridge.py bad
+  [ "$status" -eq 0 ] || { show; false; }
+  local o
+  o=$(outs | grep '^check 0 ')
+  [[ "$o" == *"fan-out batch 3 => EBRIDGE: bridge vision -> llm (fan-out, scale 2): a batch of 3 rows does not split in 2"* ]] || { show; false; }
+  [[ "$o" == *"wrong rows => EINVAL: bridge vision -> llm: input has 5 rows, the bridge was set up for 4"* ]] || { show; false; }
+  [[ "$o" == *"src cp 2 => EBRIDGE"*"cp"* ]] || { show; false; }
+  [[ "$o" == *"cp after dp => EBRIDGE"*"cp before dp"* ]] || { show; false; }
+  [[ "$o" == *"src pp 2 => EBRIDGE"* ]] || { show; false; }
+  if cat "$OUT"/err.* | grep -q Traceback; then show; false; fi
+}
+
 @test "NCCL backend (one GPU per communicator)" {
   "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
     skip "SKIP: no CUDA device"

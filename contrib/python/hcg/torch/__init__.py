@@ -16,13 +16,15 @@ See doc/torch.md.
 """
 
 from ._base import TorchUnavailableError
+from .bridge import ColocatedBridge, NonColocatedBridge
 from .collection import (ATTRIBUTES, GroupFactory, MultiModuleCollection,
                          ProcessGroups, new_collection, new_collections,
                          new_multimodule_collection)
 from .grid import HyperCommGrid
 from .rendezvous import init
 
-__all__ = ["ATTRIBUTES", "GroupFactory", "HyperCommGrid",
+__all__ = ["ATTRIBUTES", "ColocatedBridge", "GroupFactory", "HyperCommGrid",
+           "NonColocatedBridge",
            "MultiModuleCollection", "ProcessGroups", "TorchUnavailableError",
            "init", "new_collection", "new_collections",
            "new_multimodule_collection"]

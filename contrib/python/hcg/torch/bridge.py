@@ -1,0 +1,346 @@
+"""Moving activations between MIMO modules: the encoder (src) grid feeds
+the language (dest) grid, forward and backward, over groups from libhcg.
+
+* :class:`ColocatedBridge` - both grids on the same ranks. Fan-in (src dp >
+  dest dp) all-gathers rows in libhcg's gather groups, fan-out narrows to
+  the rank's batch slice, equal dp passes through. With dest cp > 1 the
+  backward first sums the gradient over the dest cp group, so every cp
+  sibling (each holding only its sequence chunk) returns the full-sequence
+  gradient to the encoder.
+* :class:`NonColocatedBridge` - disjoint grids. Each src lane's leader (its
+  last rank) sends its rows to the leaders (first ranks) of its dest lanes,
+  point to point; gradients come back the same way.
+
+Every group comes from libhcg (``hcg_bridge_*``) and is made by its members
+alone (:mod:`hcg.torch.groups`); nothing is recomputed here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+from ..env import TaskEnv
+from ..errors import HcgError, Status
+from ..layout import Bridge, Layout
+from . import groups as _groups
+from ._base import STATE, dist, timeout_of
+
+_MAX_DIMS = 8  # of a tensor sent by the non-colocated bridge
+
+
+def _layout_and_rank(source: Any) -> Tuple[Layout, int]:
+    d = dist()
+    if not d.is_initialized():
+        raise HcgError(Status.EINVAL, "torch.distributed is not initialized: "
+                       "call hcg.torch.init() first")
+    if source is None:
+        source = STATE.task
+    if source is None:
+        raise HcgError(Status.EINVAL, "no layout: call hcg.torch.init() first "
+                       "or pass source=Layout/TaskEnv")
+    if isinstance(source, TaskEnv):
+        return source.layout, source.rank
+    if isinstance(source, Layout):
+        return source, d.get_rank()
+    raise HcgError(Status.EINVAL, "source must be an hcg.Layout or a TaskEnv, "
+                   "not %s" % type(source).__name__)
+
+
+def _grids(layout: Layout, src: Optional[str], dest: Optional[str]) -> Tuple[str, str]:
+    if dest is None:
+        dest = layout.language
+    if src is None:
+        others = [g.name for g in layout.grids if g.name != dest]
+        if len(others) != 1:
+            raise HcgError(Status.EINVAL, "name the src grid: the layout has "
+                           "%s besides '%s'" % (", ".join(others) or "no grid", dest))
+        src = others[0]
+    return src, dest
+
+
+class _BridgeBase:
+    def __init__(self, src: Optional[str], dest: Optional[str], source: Any,
+                 timeout: Any) -> None:
+        self._dist = dist()
+        self.layout, self.rank = _layout_and_rank(source)
+        self.src, self.dest = _grids(self.layout, src, dest)
+        self.bridge: Bridge = self.layout.bridge(self.src, self.dest)
+        self.kind = self.bridge.kind
+        self.scale = self.bridge.scale
+        self._timeout = (timeout_of(timeout) if timeout is not None
+                         else STATE.timeout or timeout_of(None))
+
+    def _group(self, key: str, members: Sequence[int]) -> Any:
+        spec = _groups.GroupSpec(key, tuple(members), STATE.backend,
+                                 self._timeout, None)
+        return _groups.build([spec], self.rank)[key]
+
+
+class ColocatedBridge(_BridgeBase):
+    """``y = bridge(x)`` for two colocated grids (src the encoder, dest the
+    language module by default).
+
+    ``x``: this rank's encoder output, batch first: its src-dp shard, rows
+    in src dp order. ``y``: this rank's dest-dp shard; every tp and cp rank
+    of one dest dp index gets the same rows and the whole sequence (cp
+    sharding is the model's business; the backward sums over dest cp).
+    ``batch``: rows of ``x`` on every rank; when None, the first call's
+    size, checked against the other members of the gather group.
+    """
+
+    def __init__(self, src: Optional[str] = None, dest: Optional[str] = None, *,
+                 source: Any = None, batch: Optional[int] = None,
+                 timeout: Any = None) -> None:
+        super().__init__(src, dest, source, timeout)
+        if not self.bridge.colocated:
+            raise HcgError(Status.EBRIDGE, "grids '%s' and '%s' do not share "
+                           "ranks: use NonColocatedBridge" % (self.src, self.dest))
+        L = self.layout
+        self.dest_cp = self.bridge.dest_cp
+        members = self.bridge.group_of_rank(self.rank)
+        self.members: Optional[List[int]] = members
+        self._gather = (self._group("%s>%s#bridge" % (self.src, self.dest), members)
+                        if members is not None else None)
+        self._cp = None
+        if self.dest_cp > 1:
+            req = L.request("%s:cp" % self.dest)
+            self._cp = self._group(req.key, L.group_of_rank(req, self.rank).members)
+        if batch is not None:
+            self._check_batch(batch)
+        self.batch = batch
+
+    def _check_batch(self, rows: int) -> None:
+        if self.kind == "fan-out" and rows % self.scale:
+            raise HcgError(Status.EBRIDGE, "bridge %s -> %s (fan-out, scale %d):"
+                           " a batch of %d rows does not split in %d"
+                           % (self.src, self.dest, self.scale, rows, self.scale))
+
+    def _agree(self, rows: int) -> None:
+        """First call: the gather group's members must all send as many rows."""
+        import torch
+
+        self._check_batch(rows)
+        if self._gather is not None:
+            mine = torch.tensor([rows], dtype=torch.int64)
+            sizes = [torch.zeros(1, dtype=torch.int64) for _ in self.members or []]
+            self._dist.all_gather(sizes, mine, group=self._gather)
+            got = [int(s.item()) for s in sizes]
+            if len(set(got)) != 1:
+                raise HcgError(Status.EBRIDGE, "bridge %s -> %s: the gather "
+                               "group %s sends %s rows; all must send the same"
+                               % (self.src, self.dest, self.members, got))
+        self.batch = rows
+
+    def _slice(self, rows: int) -> Tuple[int, int]:
+        start, length = self.bridge.batch_slice(self.rank, rows)
+        return start, length
+
+    def __call__(self, x: Any) -> Any:
+        if x.dim() < 1:
+            raise HcgError(Status.EINVAL, "bridge input must have a batch "
+                           "dimension (got a scalar)")
+        rows = x.shape[0]
+        if self.batch is None:
+            self._agree(rows)
+        elif rows != self.batch:
+            raise HcgError(Status.EINVAL, "bridge %s -> %s: input has %d rows, "
+                           "the bridge was set up for %d"
+                           % (self.src, self.dest, rows, self.batch))
+        return _apply(self, x)
+
+    # The collectives, used by the autograd function.
+
+    def _forward(self, x: Any) -> Any:
+        import torch
+
+        if self.kind == "fan-in":
+            parts = [torch.empty_like(x) for _ in self.members or []]
+            self._dist.all_gather(parts, x.contiguous(), group=self._gather)
+            return torch.cat(parts, 0)
+        if self.kind == "fan-out":
+            start, length = self._slice(x.shape[0])
+            return x.narrow(0, start, length).clone()
+        return x.clone()
+
+    def _backward(self, grad: Any) -> Any:
+        import torch
+
+        grad = grad.contiguous().clone()
+        if self._cp is not None:
+            self._dist.all_reduce(grad, group=self._cp)
+        if self.kind == "fan-in":
+            start, length = self._slice(grad.shape[0])
+            return grad.narrow(0, start, length).clone()
+        if self.kind == "fan-out":
+            parts = [torch.empty_like(grad) for _ in self.members or []]
+            self._dist.all_gather(parts, grad, group=self._gather)
+            return torch.cat(parts, 0)
+        return grad
+
+
+def _apply(bridge: ColocatedBridge, x: Any) -> Any:
+    import torch
+
+    class _Op(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, t: Any) -> Any:  # type: ignore[override]
+            return bridge._forward(t)
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:  # type: ignore[override]
+            return bridge._backward(grad)
+
+    return _Op.apply(x)
+
+
+class NonColocatedBridge(_BridgeBase):
+    """The hand-off between two disjoint grids, along libhcg's lane leaders.
+
+    src side: ``send_forward(x)`` on a src leader sends its rows (all of
+    them to its one dest leader on fan-in or passthrough, an equal part to
+    each of its dest leaders on fan-out); ``recv_backward()`` returns the
+    gradient of those rows. dest side: ``recv_forward()`` on a dest leader
+    returns the rows of its src leaders (concatenated in lane order on
+    fan-in); ``send_backward(grad)`` returns their gradients. On other
+    ranks these calls do nothing and return None. Sends are point to point
+    between the two leaders, each preceded by a small header (shape and
+    dtype) so the receiver needs no arguments.
+    """
+
+    def __init__(self, src: Optional[str] = None, dest: Optional[str] = None, *,
+                 source: Any = None, timeout: Any = None) -> None:
+        super().__init__(src, dest, source, timeout)
+        if self.bridge.colocated:
+            raise HcgError(Status.EBRIDGE, "grids '%s' and '%s' share ranks: "
+                           "use ColocatedBridge" % (self.src, self.dest))
+        self.src_leaders = self.bridge.leaders("src")
+        self.dest_leaders = self.bridge.leaders("dest")
+        self._targets = {lane: list(self.bridge.targets(lane))
+                         for lane in range(len(self.src_leaders))}
+        # dest lane -> the src lanes feeding it, in lane order
+        self._sources: dict = {}
+        for lane, dests in self._targets.items():
+            for d in dests:
+                self._sources.setdefault(d, []).append(lane)
+        self._sent: List[Tuple[int, int]] = []  # (dest leader, rows) of the last send
+
+    @property
+    def src_lane(self) -> Optional[int]:
+        return self.src_leaders.index(self.rank) if self.rank in self.src_leaders else None
+
+    @property
+    def dest_lane(self) -> Optional[int]:
+        return self.dest_leaders.index(self.rank) if self.rank in self.dest_leaders else None
+
+    # ---- point to point with a header -------------------------------------
+
+    def _send(self, t: Any, peer: int) -> None:
+        import torch
+
+        if t.dim() > _MAX_DIMS:
+            raise HcgError(Status.EINVAL, "the bridge sends tensors of at most "
+                           "%d dims, got %d" % (_MAX_DIMS, t.dim()))
+        header = torch.zeros(2 + _MAX_DIMS, dtype=torch.int64)
+        header[0] = t.dim()
+        header[1] = _DTYPES.index(t.dtype) if t.dtype in _DTYPES else -1
+        if header[1] < 0:
+            raise HcgError(Status.EINVAL, "the bridge cannot send %s tensors" % t.dtype)
+        for i, n in enumerate(t.shape):
+            header[2 + i] = n
+        self._dist.send(header, peer)
+        self._dist.send(t.detach().contiguous(), peer)
+
+    def _recv(self, peer: int) -> Any:
+        import torch
+
+        header = torch.zeros(2 + _MAX_DIMS, dtype=torch.int64)
+        self._dist.recv(header, peer)
+        ndim, dtype = int(header[0]), _DTYPES[int(header[1])]
+        out = torch.empty([int(n) for n in header[2:2 + ndim]], dtype=dtype)
+        self._dist.recv(out, peer)
+        return out
+
+    # ---- src side -----------------------------------------------------------
+
+    def send_forward(self, x: Any) -> None:
+        lane = self.src_lane
+        if lane is None:
+            return None
+        dests = [self.dest_leaders[d] for d in self._targets[lane]]
+        if x.dim() < 1 or x.shape[0] % len(dests):
+            raise HcgError(Status.EBRIDGE, "bridge %s -> %s (%s, scale %d): a "
+                           "batch of %s rows does not split over %d dest leaders"
+                           % (self.src, self.dest, self.kind, self.scale,
+                              x.shape[0] if x.dim() else "no", len(dests)))
+        part = x.shape[0] // len(dests)
+        self._sent = []
+        for i, peer in enumerate(dests):
+            self._send(x.narrow(0, i * part, part), peer)
+            self._sent.append((peer, part))
+        return None
+
+    def recv_backward(self) -> Any:
+        import torch
+
+        if self.src_lane is None:
+            return None
+        if not self._sent:
+            raise HcgError(Status.EINVAL, "recv_backward before send_forward")
+        return torch.cat([self._recv(peer) for peer, _ in self._sent], 0)
+
+    # ---- dest side ----------------------------------------------------------
+
+    def recv_forward(self) -> Any:
+        import torch
+
+        lane = self.dest_lane
+        if lane is None:
+            return None
+        peers = [self.src_leaders[s] for s in self._sources.get(lane, [])]
+        parts = [self._recv(p) for p in peers]
+        self._rows = [(p, t.shape[0]) for p, t in zip(peers, parts)]
+        return torch.cat(parts, 0)
+
+    def send_backward(self, grad: Any) -> None:
+        if self.dest_lane is None:
+            return None
+        rows = getattr(self, "_rows", None)
+        if not rows:
+            raise HcgError(Status.EINVAL, "send_backward before recv_forward")
+        total = sum(n for _, n in rows)
+        if grad.shape[0] != total:
+            raise HcgError(Status.EINVAL, "send_backward: the gradient has %d "
+                           "rows, recv_forward gave %d" % (grad.shape[0], total))
+        at = 0
+        for peer, n in rows:
+            self._send(grad.narrow(0, at, n), peer)
+            at += n
+        return None
+
+
+def _dtypes() -> List[Any]:
+    import torch
+
+    return [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+            torch.int64, torch.int32, torch.uint8, torch.bool]
+
+
+class _LazyDtypes(list):
+    def _fill(self) -> None:
+        if not len(self):
+            self.extend(_dtypes())
+
+    def index(self, v: Any, *a: Any) -> int:  # type: ignore[override]
+        self._fill()
+        return list.index(self, v, *a)
+
+    def __contains__(self, v: object) -> bool:
+        self._fill()
+        return list.__contains__(self, v)
+
+    def __getitem__(self, i: Any) -> Any:  # type: ignore[override]
+        self._fill()
+        return list.__getitem__(self, i)
+
+
+_DTYPES = _LazyDtypes()

@@ -1,0 +1,180 @@
+"""A task of tests/cluster/torch.bats: hcg.torch's MIMO bridges on real
+torch (gloo). Prints one line per check: "ok RANK WHAT [detail]" or
+"bad RANK WHAT: detail".
+
+    python3 check_bridge.py colocated      # forward, backward, cp control, oracle
+    python3 check_bridge.py noncolocated   # leaders' hand-off, both ways
+    python3 check_bridge.py bad            # bad input: hcg errors
+"""
+
+import sys
+
+import torch
+import torch.distributed as dist
+
+import hcg
+import hcg.torch as ht
+
+G, S, H = 16, 4, 3  # global batch, sequence, hidden
+
+
+def data() -> torch.Tensor:
+    """Row i holds 100*i + 10*s + h: every value says where it came from."""
+    i = torch.arange(G, dtype=torch.float64).view(G, 1, 1)
+    s = torch.arange(S, dtype=torch.float64).view(1, S, 1)
+    h = torch.arange(H, dtype=torch.float64).view(1, 1, H)
+    return 100 * i + 10 * s + h
+
+
+def rows_of(L, rank, grid):
+    c = L.coords(rank, grid)
+    n = L.grid(grid).view().dim("dp").size
+    per = G // n
+    return c["dp"] * per, per
+
+
+def cp_of(L, rank, grid):
+    names = L.grid(grid).dim_names
+    if "cp" not in names:
+        return 0, 1
+    return L.coords(rank, grid)["cp"], L.grid(grid).view().dim("cp").size
+
+
+def report(rank, what, ok, detail=""):
+    print("%s %d %s%s" % ("ok" if ok else "bad", rank, what,
+                          (": " if not ok else " ") + detail if detail else ""),
+          flush=True)
+
+
+def colocated(task):
+    L, rank = task.layout, task.rank
+    br = ht.ColocatedBridge("vision", "llm")
+    X = data()
+    s0, sn = rows_of(L, rank, "vision")
+    d0, dn = rows_of(L, rank, "llm")
+    c, C = cp_of(L, rank, "llm")
+    chunk = S // C
+
+    def grad_for(y_rows):
+        g = torch.zeros(dn, S, H, dtype=torch.float64)
+        g[:, c * chunk:(c + 1) * chunk, :] = (torch.arange(d0, d0 + dn, dtype=torch.float64)
+                                               + 1).view(dn, 1, 1)
+        return g
+
+    def run(label):
+        x = X[s0:s0 + sn].clone().requires_grad_()
+        y = br(x)
+        fwd = y.shape == (dn, S, H) and torch.equal(y.detach(), X[d0:d0 + dn])
+        y.backward(grad_for(y))
+        want = (torch.arange(s0, s0 + sn, dtype=torch.float64) + 1).view(sn, 1, 1).expand(sn, S, H)
+        bwd = torch.equal(x.grad, want)
+        return fwd, bwd
+
+    fwd, bwd = run("")
+    report(rank, "forward", fwd, "%s rows %d..%d" % (br.kind, d0, d0 + dn - 1))
+    report(rank, "backward", bwd, "cp %d of %d" % (c, C))
+    if C > 1:
+        saved, br._cp = br._cp, None  # the all-reduce removed: must fail
+        _, bwd = run("control")
+        br._cp = saved
+        flags = torch.tensor([0.0 if bwd else 1.0])
+        dist.all_reduce(flags)
+        report(rank, "control-without-cp-reduce-fails", flags.item() > 0)
+
+    # The oracle: two SGD steps through the bridge end with the encoder
+    # weights of one process training on the whole batch.
+    gen = torch.Generator().manual_seed(7)
+    W0 = torch.randn(H, H, generator=gen, dtype=torch.float64)
+    w0 = torch.randn(H, generator=gen, dtype=torch.float64)
+    T = torch.randn(G, S, generator=gen, dtype=torch.float64)
+    Xs = X / 1000
+
+    ref_W, ref_w = W0.clone().requires_grad_(), w0.clone().requires_grad_()
+    for _ in range(2):
+        loss = (((Xs @ ref_W.t()) @ ref_w - T) ** 2).mean()
+        loss.backward()
+        with torch.no_grad():
+            for p in (ref_W, ref_w):
+                p -= 0.1 * p.grad
+                p.grad = None
+
+    src_dp = ht.GroupFactory().group("vision:dp")
+    dest_dpcp = ht.GroupFactory().group("llm:dp,cp" if C > 1 else "llm:dp")
+    W, w = W0.clone().requires_grad_(), w0.clone().requires_grad_()
+    for _ in range(2):
+        e = Xs[s0:s0 + sn] @ W.t()
+        y = br(e)[:, c * chunk:(c + 1) * chunk]  # this cp rank's chunk
+        out = y @ w
+        loss = ((out - T[d0:d0 + dn, c * chunk:(c + 1) * chunk]) ** 2).sum() / (G * S)
+        loss.backward()
+        with torch.no_grad():
+            dist.all_reduce(W.grad, group=src_dp)
+            dist.all_reduce(w.grad, group=dest_dpcp)
+            for p in (W, w):
+                p -= 0.1 * p.grad
+                p.grad = None
+    diff = (W - ref_W).abs().max().item()
+    report(rank, "oracle", diff < 1e-6, "max encoder weight difference %.3g" % diff)
+
+
+def noncolocated(task):
+    L, rank = task.layout, task.rank
+    br = ht.NonColocatedBridge("vision", "llm")
+    X = data()
+    lane = br.src_lane
+    if lane is not None:
+        n = G // len(br.src_leaders)
+        x = X[lane * n:(lane + 1) * n]
+        br.send_forward(x)
+        g = br.recv_backward()
+        report(rank, "backward", torch.equal(g, -x), "src leader lane %d" % lane)
+    lane = br.dest_lane
+    if lane is not None:
+        y = br.recv_forward()
+        n = G // len(br.dest_leaders)
+        want = X[lane * n:(lane + 1) * n]
+        report(rank, "forward", torch.equal(y, want),
+               "%s dest leader lane %d rows %d..%d" % (br.kind, lane, lane * n,
+                                                      lane * n + n - 1))
+        br.send_backward(-y)
+    dist.barrier()
+
+
+def bad(task):
+    rank = task.rank
+    checks = []
+    try:
+        ht.ColocatedBridge("vision", "llm", batch=3)
+        checks.append(("fan-out batch 3", "no error"))
+    except hcg.HcgError as exc:
+        checks.append(("fan-out batch 3", "%s: %s" % (exc.name, exc.message)))
+    br = ht.ColocatedBridge("vision", "llm")
+    x = torch.zeros(4, S, H, dtype=torch.float64)
+    br(x)
+    try:
+        br(torch.zeros(5, S, H, dtype=torch.float64))
+        checks.append(("wrong rows", "no error"))
+    except hcg.HcgError as exc:
+        checks.append(("wrong rows", "%s: %s" % (exc.name, exc.message)))
+    for layout, what in (("vision@0:tp=2,cp=2,dp=2; llm@0:tp=2,dp=4", "src cp 2"),
+                         ("vision@0:tp=2,dp=4; llm@0:tp=2,dp=2,cp=2", "cp after dp"),
+                         ("vision@0:tp=2,dp=2,pp=2; llm@0:tp=2,dp=4", "src pp 2")):
+        try:
+            ht.ColocatedBridge("vision", "llm", source=hcg.Layout(layout, 8))
+            checks.append((what, "no error"))
+        except hcg.HcgError as exc:
+            checks.append((what, "%s: %s" % (exc.name, exc.message)))
+    for what, msg in checks:
+        print("check %d %s => %s" % (rank, what, msg.splitlines()[0]), flush=True)
+    dist.barrier()
+
+
+def main():
+    mode = sys.argv[1]
+    task = ht.init(timeout=60)
+    {"colocated": colocated, "noncolocated": noncolocated, "bad": bad}[mode](task)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
