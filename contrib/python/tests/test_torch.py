@@ -20,7 +20,6 @@ import socket
 import unittest
 from typing import Dict, List
 
-import hcg
 
 NO_TORCH = """
 import sys

@@ -118,7 +118,7 @@ def colocated(task):
 
 
 def noncolocated(task):
-    L, rank = task.layout, task.rank
+    rank = task.rank
     br = ht.NonColocatedBridge("vision", "llm")
     X = data()
     lane = br.src_lane

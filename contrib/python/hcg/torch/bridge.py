@@ -242,9 +242,10 @@ class NonColocatedBridge(_BridgeBase):
                            "%d dims, got %d" % (_MAX_DIMS, t.dim()))
         header = torch.zeros(2 + _MAX_DIMS, dtype=torch.int64)
         header[0] = t.dim()
-        header[1] = _DTYPES.index(t.dtype) if t.dtype in _DTYPES else -1
-        if header[1] < 0:
+        dtypes = _dtypes()
+        if t.dtype not in dtypes:
             raise HcgError(Status.EINVAL, "the bridge cannot send %s tensors" % t.dtype)
+        header[1] = dtypes.index(t.dtype)
         for i, n in enumerate(t.shape):
             header[2 + i] = n
         self._dist.send(header, peer)
@@ -255,7 +256,7 @@ class NonColocatedBridge(_BridgeBase):
 
         header = torch.zeros(2 + _MAX_DIMS, dtype=torch.int64)
         self._dist.recv(header, peer)
-        ndim, dtype = int(header[0]), _DTYPES[int(header[1])]
+        ndim, dtype = int(header[0]), _dtypes()[int(header[1])]
         out = torch.empty([int(n) for n in header[2:2 + ndim]], dtype=dtype)
         self._dist.recv(out, peer)
         return out
@@ -319,28 +320,8 @@ class NonColocatedBridge(_BridgeBase):
 
 
 def _dtypes() -> List[Any]:
+    """The dtypes a header can name, by index (torch imported on use)."""
     import torch
 
     return [torch.float32, torch.float64, torch.float16, torch.bfloat16,
             torch.int64, torch.int32, torch.uint8, torch.bool]
-
-
-class _LazyDtypes(list):
-    def _fill(self) -> None:
-        if not len(self):
-            self.extend(_dtypes())
-
-    def index(self, v: Any, *a: Any) -> int:  # type: ignore[override]
-        self._fill()
-        return list.index(self, v, *a)
-
-    def __contains__(self, v: object) -> bool:
-        self._fill()
-        return list.__contains__(self, v)
-
-    def __getitem__(self, i: Any) -> Any:  # type: ignore[override]
-        self._fill()
-        return list.__getitem__(self, i)
-
-
-_DTYPES = _LazyDtypes()

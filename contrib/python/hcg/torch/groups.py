@@ -29,7 +29,7 @@ import datetime
 import inspect
 import os
 import threading
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import HcgError, Status
 from ._base import STATE, dist
