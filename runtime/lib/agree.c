@@ -27,8 +27,8 @@
 
 static const char *const phase_name[] = {"ready", "done"};
 
-static int phase_key(const hcg_ctx *ctx, long long epoch, int phase,
-                     char *buf, size_t cap) {
+static int phase_key(const hcg_ctx *ctx, long long epoch, int phase, char *buf,
+                     size_t cap) {
   /* "ready" and "done" cannot be group keys, which hold ':' or '#'. */
   return hcg_exchange_pmix_key(ctx->tag, epoch, phase_name[phase], buf, cap);
 }
@@ -72,8 +72,8 @@ static void read_statuses(hcg_ctx *ctx, const char *key, const int *ranks,
     unsigned char v[4];
     struct hcgrt_get g = {ranks[i], key, v, "(agreement)"};
     hcg_error scratch = HCG_ERROR_INIT;
-    int rc = hcgrt_pmix_get_all(ctx->pmix, &g, 1, sizeof v, (int)left,
-                                &scratch);
+    int rc =
+        hcgrt_pmix_get_all(ctx->pmix, &g, 1, sizeof v, (int)left, &scratch);
     if (rc) {
       st[i] = rc;
       continue;
@@ -162,8 +162,7 @@ out:
   return rc;
 }
 
-void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf,
-                        size_t cap) {
+void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf, size_t cap) {
   size_t len = 0;
   int shown = v->nbad < HCGRT_VERDICT_NAMED ? v->nbad : HCGRT_VERDICT_NAMED;
   len += (size_t)snprintf(buf, cap, "%s", v->nbad > 1 ? "ranks " : "rank ");

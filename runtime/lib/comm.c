@@ -14,8 +14,8 @@
 
 #if defined(HCG_HAVE_NCCL) && defined(HCG_HAVE_CUDA)
 #define HCGRT_NCCL 1
-#include <cuda_runtime_api.h>
 #include "nccl_rt.h"
+#include <cuda_runtime_api.h>
 #elif defined(HCG_HAVE_CUDA)
 #include <cuda_runtime_api.h>
 #endif
@@ -514,11 +514,11 @@ static void abort_all(struct pending *p, int n) {
 struct create {
   struct hcgrt_plan plan;
   struct pending *p;
-  int *skip;                 /* groups not initialized: a member failed */
-  struct hcgrt_verdict *v1;  /* READY verdicts                          */
-  struct hcgrt_verdict *v2;  /* DONE verdicts                           */
-  int status;                /* this rank's own failure, or HCG_OK      */
-  hcg_error own;             /* its message                             */
+  int *skip;                /* groups not initialized: a member failed */
+  struct hcgrt_verdict *v1; /* READY verdicts                          */
+  struct hcgrt_verdict *v2; /* DONE verdicts                           */
+  int status;               /* this rank's own failure, or HCG_OK      */
+  hcg_error own;            /* its message                             */
 };
 
 /* Everything up to the exchange, none of which needs a peer. */
@@ -533,8 +533,8 @@ static void stage_local(hcg_ctx *ctx, const hcg_groupset *set,
   cr->v1 = calloc((size_t)n, sizeof *cr->v1);
   cr->v2 = calloc((size_t)n, sizeof *cr->v2);
   if (!cr->p || !cr->skip || !cr->v1 || !cr->v2) {
-    cr->status = hcg__fail(&cr->own, HCG_ENOMEM,
-                           "out of memory for communicators");
+    cr->status =
+        hcg__fail(&cr->own, HCG_ENOMEM, "out of memory for communicators");
     return;
   }
   int version = 0;
@@ -549,8 +549,8 @@ static void stage_local(hcg_ctx *ctx, const hcg_groupset *set,
       return;
     }
   for (int i = 0; i < n; i++)
-    if ((cr->status = prepare(ctx, set, &cr->plan.items[i], version,
-                              &cr->p[i], &cr->own)))
+    if ((cr->status = prepare(ctx, set, &cr->plan.items[i], version, &cr->p[i],
+                              &cr->own)))
       return;
   if (hook->on && hook->stage == HOOK_PREPARE && hook->rank == ctx->rank) {
     cr->status = hcg__fail(&cr->own, HCG_ENCCL,
@@ -611,18 +611,16 @@ static int peer_failure(const struct create *cr, int kept, hcg_error *err) {
   char who[256];
   hcgrt_verdict_text(fv, who, sizeof who);
   int code = fv->status == HCG_ETIMEOUT ? HCG_ETIMEOUT : HCG_ENCCL;
-  return hcg__fail(err, code,
-                   "the communicator of group '%s' was not formed: %s "
-                   "failed %s (%s%s), so every member %s; of this rank's "
-                   "other groups in the call %d failed and %d were formed "
-                   "and kept",
-                   cr->plan.items[first].key, who,
-                   cr->skip[first] ? "before NCCL initialization"
-                                   : "to initialize it",
-                   fv->nbad > 1 ? "the first: " : "", hcg_strerror(fv->status),
-                   cr->skip[first] ? "left it uninitialized"
-                                   : "aborted it",
-                   more, kept);
+  return hcg__fail(
+      err, code,
+      "the communicator of group '%s' was not formed: %s "
+      "failed %s (%s%s), so every member %s; of this rank's "
+      "other groups in the call %d failed and %d were formed "
+      "and kept",
+      cr->plan.items[first].key, who,
+      cr->skip[first] ? "before NCCL initialization" : "to initialize it",
+      fv->nbad > 1 ? "the first: " : "", hcg_strerror(fv->status),
+      cr->skip[first] ? "left it uninitialized" : "aborted it", more, kept);
 }
 
 static void create_free(struct create *cr) {
@@ -680,8 +678,8 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
 
   /* Groups with a member that failed already are left alone by all. */
   if (!cr.status)
-    cr.status = hcgrt_agree_read(ctx, &cr.plan, NULL, epoch,
-                                 HCGRT_AGREE_READY, cr.v1, &cr.own);
+    cr.status = hcgrt_agree_read(ctx, &cr.plan, NULL, epoch, HCGRT_AGREE_READY,
+                                 cr.v1, &cr.own);
   for (int i = 0; !cr.status && i < n; i++)
     cr.skip[i] = cr.v1[i].status != HCG_OK;
   if (!cr.status)
@@ -724,8 +722,8 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   int kept = 0;
   if (keep(ctx, &cr, &kept)) {
     abort_all(cr.p, n);
-    return finish(&cr, hcg__fail(err, HCG_ENOMEM,
-                                 "out of memory for communicators"),
+    return finish(&cr,
+                  hcg__fail(err, HCG_ENOMEM, "out of memory for communicators"),
                   err);
   }
   return finish(&cr, peer_failure(&cr, kept, err), err);

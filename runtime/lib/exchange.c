@@ -209,8 +209,8 @@ int hcgrt_exchange_publish(hcg_ctx *ctx, struct hcgrt_plan *plan,
   return HCG_OK;
 }
 
-int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan,
-                         long long epoch, const int *skip, hcg_error *err) {
+int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
+                         const int *skip, hcg_error *err) {
   return fetch(ctx, plan->items, 0, plan->n, epoch, skip, err);
 }
 

@@ -31,13 +31,13 @@ static int lacking(hcg_error *err, const char *option, const char *field,
   char want[32], have[32];
   hcgrt_nccl_version_text(since, want, sizeof want);
   if (!compiled)
-    return hcg__fail(err, HCG_ENOTSUP,
-                     "hcg_comm_options.%s needs ncclConfig_t.%s, which NCCL "
-                     "has since %s; this libhcg was compiled against NCCL "
-                     "%s",
-                     option, field, want,
-                     hcgrt_nccl_version_text(NCCL_VERSION_CODE, have,
-                                             sizeof have));
+    return hcg__fail(
+        err, HCG_ENOTSUP,
+        "hcg_comm_options.%s needs ncclConfig_t.%s, which NCCL "
+        "has since %s; this libhcg was compiled against NCCL "
+        "%s",
+        option, field, want,
+        hcgrt_nccl_version_text(NCCL_VERSION_CODE, have, sizeof have));
   return hcg__fail(err, HCG_ENOTSUP,
                    "hcg_comm_options.%s needs ncclConfig_t.%s, which NCCL "
                    "has since %s; the NCCL library in use is %s",
@@ -72,8 +72,7 @@ int hcgrt_nccl_apply_options(ncclConfig_t *cfg, const hcg_comm_options *o,
                      min, version / 10000, version / 100 % 100, limit);
   if (fill)
     max = limit;
-  if (min != NCCL_CONFIG_UNDEF_INT && max != NCCL_CONFIG_UNDEF_INT &&
-      min > max)
+  if (min != NCCL_CONFIG_UNDEF_INT && max != NCCL_CONFIG_UNDEF_INT && min > max)
     return hcg__fail(err, HCG_EINVAL,
                      "hcg_comm_options: min_ctas %d > max_ctas %d (options "
                      "and communicator callback together): NCCL would "
@@ -126,8 +125,8 @@ void hcgrt_nccl_mark(char *mark, size_t cap) {
   snprintf(mark, cap, "%s", last ? last : "");
 }
 
-int hcgrt_nccl_fail(hcg_error *err, int code, ncclResult_t r,
-                    const char *mark, const char *fmt, ...) {
+int hcgrt_nccl_fail(hcg_error *err, int code, ncclResult_t r, const char *mark,
+                    const char *fmt, ...) {
   char what[HCG_ERROR_MAX];
   va_list ap;
   va_start(ap, fmt);

@@ -49,8 +49,7 @@ const char *hcgrt_nccl_version_text(int version, char *buf, size_t cap);
  * never silently dropped); HCG_EINVAL when minCTAs would exceed maxCTAs.
  * Pure: no NCCL or CUDA call, so it runs on any machine. */
 int hcgrt_nccl_apply_options(ncclConfig_t *cfg, const hcg_comm_options *o,
-                             const char *net_name, int version,
-                             hcg_error *err);
+                             const char *net_name, int version, hcg_error *err);
 
 /* Points commName at `name` where this nccl.h has the field (2.27+). */
 void hcgrt_nccl_set_comm_name(ncclConfig_t *cfg, const char *name);
@@ -62,8 +61,7 @@ const char *hcgrt_nccl_comm_name(const ncclConfig_t *cfg);
 void hcgrt_nccl_mark(char *mark, size_t cap);
 /* `code` with "WHAT: <ncclGetErrorString(r)>", plus " (<ncclGetLastError>)"
  * only when that text differs from `mark` (NULL: from nothing). */
-int hcgrt_nccl_fail(hcg_error *err, int code, ncclResult_t r,
-                    const char *mark, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+int hcgrt_nccl_fail(hcg_error *err, int code, ncclResult_t r, const char *mark,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 #endif /* HCG_NCCL_RT_H */

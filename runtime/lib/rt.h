@@ -155,8 +155,8 @@ int hcgrt_exchange_publish(hcg_ctx *ctx, struct hcgrt_plan *plan,
                            long long epoch, int flags, hcg_error *err);
 int hcgrt_exchange_fence(hcg_ctx *ctx, int timeout_s, const char *what,
                          hcg_error *err);
-int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan,
-                         long long epoch, const int *skip, hcg_error *err);
+int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
+                         const int *skip, hcg_error *err);
 /* 128 random bytes (getrandom). */
 int hcgrt_random_id(unsigned char *id, hcg_error *err);
 /* 64-bit FNV-1a of a byte string, with a seed mixed in. */
@@ -185,8 +185,7 @@ int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
                      const int *skip, long long epoch, int phase,
                      struct hcgrt_verdict *v, hcg_error *err);
 /* "rank 3", "ranks 3, 5" or "ranks 0, ..., 7 and 9 more" for messages. */
-void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf,
-                        size_t cap);
+void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf, size_t cap);
 
 /* ---- environment (ctx.c) ----------------------------------------------- */
 

@@ -105,14 +105,13 @@ static void same_config(const ncclConfig_t *got, const ncclConfig_t *want,
   ck_assert_msg(got->netName == want->netName, "%s: netName", what);
   ck_assert_msg(got->splitShare == want->splitShare, "%s: splitShare %d", what,
                 got->splitShare);
-  ck_assert_msg(got->trafficClass == want->trafficClass,
-                "%s: trafficClass %d", what, got->trafficClass);
+  ck_assert_msg(got->trafficClass == want->trafficClass, "%s: trafficClass %d",
+                what, got->trafficClass);
   ck_assert_msg(got->commName == want->commName, "%s: commName", what);
   ck_assert_msg(got->collnetEnable == want->collnetEnable,
                 "%s: collnetEnable %d", what, got->collnetEnable);
   ck_assert_msg(got->CTAPolicy == want->CTAPolicy, "%s: CTAPolicy", what);
-  ck_assert_msg(got->shrinkShare == want->shrinkShare, "%s: shrinkShare",
-                what);
+  ck_assert_msg(got->shrinkShare == want->shrinkShare, "%s: shrinkShare", what);
   ck_assert_msg(got->nvlsCTAs == want->nvlsCTAs, "%s: nvlsCTAs", what);
   ck_assert_msg(got->nChannelsPerNetPeer == want->nChannelsPerNetPeer,
                 "%s: nChannelsPerNetPeer", what);
@@ -152,8 +151,8 @@ START_TEST(test_every_combination) {
                       struct expect e;
                       expected(&o, versions[v], p, &before, &e);
                       hcg_error err = HCG_ERROR_INIT;
-                      int rc = hcgrt_nccl_apply_options(
-                          &cfg, &o, o.net_name, versions[v], &err);
+                      int rc = hcgrt_nccl_apply_options(&cfg, &o, o.net_name,
+                                                        versions[v], &err);
                       char what[256];
                       snprintf(what, sizeof what,
                                "hp %d min %d max %d cga %d split %d collnet "
@@ -162,12 +161,12 @@ START_TEST(test_every_combination) {
                                o.cga_cluster_size, o.split_share,
                                o.collnet_enable, o.traffic_class,
                                o.net_name ? o.net_name : "-", versions[v], p);
-                      ck_assert_msg(rc == e.rc, "%s: rc %d, want %d (%s)",
-                                    what, rc, e.rc, err.message);
+                      ck_assert_msg(rc == e.rc, "%s: rc %d, want %d (%s)", what,
+                                    rc, e.rc, err.message);
                       for (int w = 0; w < 3 && e.words[w]; w++)
                         ck_assert_msg(strstr(err.message, e.words[w]),
-                                      "%s: '%s' not in '%s'", what,
-                                      e.words[w], err.message);
+                                      "%s: '%s' not in '%s'", what, e.words[w],
+                                      err.message);
                       /* A refused config is left as it was. */
                       same_config(&cfg, rc ? &before : &e.cfg, what);
                       if (!rc) {
