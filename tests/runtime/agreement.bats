@@ -90,15 +90,12 @@ one_fails() {
   command -v valgrind >/dev/null || skip "valgrind is not installed"
   local vg=$BATS_TEST_TMPDIR/vg.sh
   valgrind_wrapper "$vg"
-  local hook
-  for hook in 1:prepare 2:init 99:init; do
-    rm -f "$OUT"/vg.*.log
-    hello_cmd 4 'llm:tp=2,dp=*' --export=ALL,HCG_TEST_COMM_FAIL=$hook "$vg" \
-      --force-comm --timeout 30
-    [ "$hook" = 99:init ] || [ "$(failed_lines | wc -l)" -eq 4 ] || { show; false; }
-    [ "$hook" != 99:init ] || [ "$status" -eq 0 ] || { show; false; }
-    for f in "$OUT"/vg.*.log; do
-      [ ! -s "$f" ] || { echo "HCG_TEST_COMM_FAIL=$hook"; cat "$f"; false; }
-    done
+  # One failure at initialization on 2 tasks: the agreement's puts, reads,
+  # verdict and cleanup on both sides (valgrind costs ~10 s per run here).
+  hello_cmd 2 'llm:tp=2' --export=ALL,HCG_TEST_COMM_FAIL=1:init "$vg" \
+    --force-comm --timeout 30
+  [ "$(failed_lines | wc -l)" -eq 2 ] || { show; false; }
+  for f in "$OUT"/vg.*.log; do
+    [ ! -s "$f" ] || { cat "$f"; false; }
   done
 }
