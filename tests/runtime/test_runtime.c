@@ -823,6 +823,50 @@ START_TEST(test_comm_no_device) {
 }
 END_TEST
 
+/* The test hook HCG_TEST_COMM_FAIL: a malformed value is refused before
+ * anything else, naming the variable; a valid one still needs PMIx. */
+START_TEST(test_comm_test_hook) {
+  hcg_ctx *ctx = must_ctx(MOE, 16, 13);
+  hcg_error err = HCG_ERROR_INIT;
+  hcg_groupset *set;
+  ck_assert_int_eq(hcg_groupset_create(hcg_ctx_layout(ctx), &set, &err), 0);
+  ck_assert_int_eq(hcg_groupset_add(set, "llm:tp", NULL, &err), 0);
+  static const char *const bad[] = {"",        "3",        ":init",
+                                    "x:init",  "3:",       "3:later",
+                                    "-1:init", "3:init:x", "99999999999:init"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    setenv("HCG_TEST_COMM_FAIL", bad[i], 1);
+    int rc = hcg_comm_create(ctx, set, &err);
+#if defined(HCG_HAVE_NCCL) && defined(HCG_HAVE_CUDA)
+    ck_assert_msg(rc == HCG_EINVAL, "'%s': %d", bad[i], rc);
+    ck_assert_msg(strstr(err.message, "HCG_TEST_COMM_FAIL") &&
+                      strstr(err.message, "RANK:prepare or RANK:init"),
+                  "%s", err.message);
+#else
+    ck_assert_int_eq(rc, HCG_ENOTSUP);
+#endif
+  }
+  setenv("HCG_TEST_COMM_FAIL", "13:prepare", 1);
+  int rc = hcg_comm_create(ctx, set, &err);
+#if defined(HCG_HAVE_NCCL) && defined(HCG_HAVE_CUDA)
+  /* This rank's own failure is the more useful message, even without
+   * PMIx to tell the others. */
+  ck_assert_int_eq(rc, HCG_ENCCL);
+  ck_assert_msg(strstr(err.message, "rank 13 fails before the exchange"), "%s",
+                err.message);
+  setenv("HCG_TEST_COMM_FAIL", "2:init", 1);
+  ck_assert_int_eq(hcg_comm_create(ctx, set, &err), HCG_EPMIX);
+#else
+  ck_assert_int_eq(rc, HCG_ENOTSUP);
+#endif
+  unsetenv("HCG_TEST_COMM_FAIL");
+  ck_assert_int_eq(hcg_ctx_num_comms(ctx), 0);
+  ck_assert_int_eq(hcg_ctx_num_fences(ctx), 0);
+  hcg_groupset_free(set);
+  hcg_ctx_free(ctx);
+}
+END_TEST
+
 /* A callback that records what it saw and can refuse or misconfigure. */
 struct seen {
   int calls;
@@ -936,6 +980,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(x, test_verdict_text);
   tcase_add_test(x, test_comm_no_device);
   tcase_add_test(x, test_comm_callback);
+  tcase_add_test(x, test_comm_test_hook);
   tcase_add_test(x, test_broadcast_args);
   tcase_set_timeout(x, 60);
   suite_add_tcase(s, x);
