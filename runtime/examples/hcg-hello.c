@@ -17,6 +17,8 @@
  */
 #include "config.h"
 
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,11 @@ static void usage(FILE *f) {
         "  --random-ids       random ids instead of ncclGetUniqueId\n"
         "  --no-comm          exchange ids only; create no communicator\n"
         "  --force-comm       call hcg_comm_create even without a device\n"
+        "  --comm-option NAME=VALUE\n"
+        "                     an hcg_comm_options field for every group:\n"
+        "                     high_priority, min_ctas, max_ctas,\n"
+        "                     cga_cluster_size, split_share, collnet_enable,\n"
+        "                     traffic_class (integers), net_name (repeatable)\n"
         "                     (to see its error; with the test hook\n"
         "                     HCG_TEST_COMM_FAIL, its agreement)\n"
         "  --exchanges N      run the exchange N times (default 1)\n"
@@ -94,10 +101,48 @@ struct opts {
   int naive, random_ids, no_comm, force_comm, quiet, exchanges, timeout, pmix;
   int exit_rank;
   const char *tag;
+  hcg_comm_options comm; /* --comm-option, for every entry */
 };
+
+/* NAME=VALUE into an hcg_comm_options field; -1 when unknown or not an
+ * integer (libhcg checks the ranges). */
+static int comm_option(hcg_comm_options *c, const char *arg) {
+  static const struct {
+    const char *name;
+    size_t off;
+  } fields[] = {
+      {"high_priority", offsetof(hcg_comm_options, high_priority)},
+      {"min_ctas", offsetof(hcg_comm_options, min_ctas)},
+      {"max_ctas", offsetof(hcg_comm_options, max_ctas)},
+      {"cga_cluster_size", offsetof(hcg_comm_options, cga_cluster_size)},
+      {"split_share", offsetof(hcg_comm_options, split_share)},
+      {"collnet_enable", offsetof(hcg_comm_options, collnet_enable)},
+      {"traffic_class", offsetof(hcg_comm_options, traffic_class)},
+  };
+  const char *eq = strchr(arg, '=');
+  if (!eq)
+    return -1;
+  size_t len = (size_t)(eq - arg);
+  if (len == strlen("net_name") && !strncmp(arg, "net_name", len)) {
+    c->net_name = eq + 1;
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    if (strlen(fields[i].name) != len || strncmp(arg, fields[i].name, len))
+      continue;
+    char *end;
+    long v = strtol(eq + 1, &end, 10);
+    if (!eq[1] || *end || v < INT_MIN || v > INT_MAX)
+      return -1;
+    *(int *)((char *)c + fields[i].off) = (int)v;
+    return 0;
+  }
+  return -1;
+}
 
 static int parse_args(int argc, char **argv, struct opts *o) {
   memset(o, 0, sizeof *o);
+  o->comm = (hcg_comm_options)HCG_COMM_OPTIONS_INIT;
   o->exchanges = 1;
   o->exit_rank = -1;
   o->pmix = HCG_PMIX_REQUIRE;
@@ -133,6 +178,10 @@ static int parse_args(int argc, char **argv, struct opts *o) {
     } else if (v && !strcmp(a, "--exit-rank")) {
       o->exit_rank = atoi(v);
       i++;
+    } else if (v && !strcmp(a, "--comm-option")) {
+      if (comm_option(&o->comm, v))
+        return -1;
+      i++;
     } else if (v && !strcmp(a, "--tag")) {
       o->tag = v;
       i++;
@@ -161,7 +210,7 @@ static int build_set(hcg_ctx *ctx, const struct opts *o, hcg_groupset **out,
   if (rc)
     return rc;
   for (int i = 0; i < o->nspecs && !rc; i++)
-    rc = hcg_groupset_add(set, o->specs[i], NULL, err);
+    rc = hcg_groupset_add(set, o->specs[i], &o->comm, err);
   for (int i = 0; i < o->ncollections && !rc; i++) {
     int g = hcg_layout_find_grid(L, o->collections[i]);
     if (g < 0) {
@@ -169,7 +218,7 @@ static int build_set(hcg_ctx *ctx, const struct opts *o, hcg_groupset **out,
                o->collections[i]);
       rc = HCG_ENOTFOUND;
     } else {
-      rc = hcg_groupset_add_collection(set, g, NULL, err);
+      rc = hcg_groupset_add_collection(set, g, &o->comm, err);
     }
   }
   /* By default every grid's collection: a rank forms only the groups it
@@ -177,7 +226,7 @@ static int build_set(hcg_ctx *ctx, const struct opts *o, hcg_groupset **out,
    * naive exchange needs. */
   if (!o->nspecs && !o->ncollections)
     for (int g = 0; g < hcg_layout_num_grids(L) && !rc; g++)
-      rc = hcg_groupset_add_collection(set, g, NULL, err);
+      rc = hcg_groupset_add_collection(set, g, &o->comm, err);
   if (rc) {
     hcg_groupset_free(set);
     return rc;

@@ -99,3 +99,18 @@ one_fails() {
     [ ! -s "$f" ] || { cat "$f"; false; }
   done
 }
+
+@test "options go through the real mapping: min_ctas alone is completed or refused" {
+  # Under the hook the options are still mapped onto ncclConfig_t. min_ctas
+  # without max_ctas gets NCCL's channel limit as maxCTAs (64 in 2.28) ...
+  export HCG_TEST_COMM_FAIL=99:init
+  hello 4 'llm:tp=2,dp=*' --force-comm --timeout 20 --comm-option min_ctas=8
+  [ "$status" -eq 0 ] || { show; false; }
+  [ "$(fence_counts)" = 3 ]
+  # ... and one above that limit is refused by every rank, naming both
+  # options, with no rank waiting for another.
+  hello 4 'llm:tp=2,dp=*' --force-comm --timeout 20 --comm-option min_ctas=65
+  [ "$status" -ne 0 ] || { show; false; }
+  [ "$(task_err | grep -c "HCG_EINVAL: group 'llm:[a-z_-]*': hcg_comm_options.min_ctas 65 exceeds NCCL 2.[0-9]*'s channel limit 64, the default of max_ctas")" -eq 4 ] || { show; false; }
+  [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/3" ] || { show; false; }
+}

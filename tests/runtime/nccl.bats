@@ -55,3 +55,23 @@ gpu_count() {
   # agreement (2): three fences in all.
   [ "$(fence_counts)" = 3 ]
 }
+
+@test "GPU: every option reaches NCCL and the communicators work (one task)" {
+  # One rank per communicator: the option mapping, non-blocking init,
+  # finalize and destroy for real, wherever one GPU is enough.
+  local opts
+  for opts in "min_ctas=4" "min_ctas=2 max_ctas=8" "max_ctas=2" \
+    "cga_cluster_size=2" "split_share=1" "collnet_enable=0" \
+    "traffic_class=0" "net_name=Socket" "high_priority=1"; do
+    local args=() o
+    for o in $opts; do args+=(--comm-option "$o"); done
+    hello 1 'llm:tp=1,dp=1' --timeout 60 "${args[@]}"
+    skip_without_gpu
+    [ "$status" -eq 0 ] || { echo "options: $opts"; show; false; }
+    [ "$(task_out | grep -c '^comm .* allreduce=ok')" -eq "$(task_out | grep -c '^group ')" ] || {
+      echo "options: $opts"
+      show
+      false
+    }
+  done
+}
