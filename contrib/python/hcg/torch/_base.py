@@ -31,9 +31,9 @@ def dist() -> Any:
     return d
 
 
-#: Default timeout when neither the caller nor HCG_TIMEOUT gives one. The
-#: same as libhcg's; torch's own default (30 minutes) hides a missing rank
-#: for far too long.
+#: Default timeout when neither the caller nor HCG_TIMEOUT gives one. Longer
+#: than libhcg's 60 s (gloo connects a full mesh per group, slow on a busy
+#: node), far shorter than torch's 30 minutes, which hide a missing rank.
 DEFAULT_TIMEOUT_S = 300
 MAX_TIMEOUT_S = 86400
 
