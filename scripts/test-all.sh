@@ -77,7 +77,7 @@ valgrind_suite() {
   local vg=(valgrind -q --error-exitcode=99 --leak-check=full
     --errors-for-leak-kinds=definite,indirect,possible --track-fds=no)
   # Check forks per test by default; in one process valgrind sees it all.
-  CK_FORK=no HCG_PROP_ITERS=100 "${vg[@]}" build/tests/unit/test_core
+  CK_FORK=no HCG_PROP_ITERS=100 "${vg[@]}" build/tests/core/test_core
   local hcg=build/runtime/hcg
   local l='vision:tp=2,pp=2,dp=2; llm:tp=2,cp=1,dp=*,pp=2; llm/expert:expt_tp=1,ep=4,expt_dp=*,pp'
   "${vg[@]}" "$hcg" check -n 24 "$l" > /dev/null

@@ -3,7 +3,7 @@
 # cluster.sh - a private, throw-away Slurm cluster on this machine, for the
 # hcg integration tests, the demo and the srun benchmark.
 #
-# Contract (for tests/cluster/*.bats, tests/runtime/*.bats, bench/, demo):
+# Contract (for tests/cluster/*.bats, bench/ and scripts/demo.sh):
 #
 #   source tests/cluster/cluster.sh
 #   cluster_start BUILD_DIR      # start munged, slurmctld, slurmd; wait idle
@@ -11,7 +11,7 @@
 #   cluster_stop                 # cancel jobs, stop daemons, remove the dir
 #
 #   Or run everything at once:   tests/cluster/run.sh BUILD_DIR [FILE.bats...]
-#   The demo (MIMO layout, each task's coordinates): tests/cluster/demo.sh
+#   The demo: scripts/demo.sh
 #
 # cluster_start exports, for the commands and tests that follow:
 #   SLURM_CONF     the cluster's slurm.conf (srun, sbatch, squeue use it)

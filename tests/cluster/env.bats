@@ -130,11 +130,10 @@ load helpers
 }
 
 @test "--mpi=pmix: a PMIx client agrees on rank and job size" {
-  command -v cc >/dev/null && pkg-config --exists pmix || skip "no cc or pmix.pc"
-  cc -o "$BATS_TEST_TMPDIR/probe" "$SRCDIR/tests/cluster/pmix_probe.c" \
-    $(pkg-config --cflags --libs pmix)
+  probe=$BUILD/tests/cluster/hcg_probe
+  [ -x "$probe" ] || skip "hcg_probe not built"
   run timeout 120 srun -n 8 --overcommit --mpi=pmix \
-    --hcg-layout='tp=2,pp=2,dp=*' "$BATS_TEST_TMPDIR/probe"
+    --hcg-layout='tp=2,pp=2,dp=*' "$probe" pmix
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   [ "$(grep -c '^ok ' <<<"$output")" -eq 8 ]
 }

@@ -77,11 +77,10 @@ teardown_file() {
 }
 
 @test "--mpi=pmix across nodes: a PMIx client agrees" {
-  command -v cc >/dev/null && pkg-config --exists pmix || skip "no cc or pmix.pc"
-  cc -o "$BATS_TEST_TMPDIR/probe" "$SRCDIR/tests/cluster/pmix_probe.c" \
-    $(pkg-config --cflags --libs pmix)
+  probe=$BUILD/tests/cluster/hcg_probe
+  [ -x "$probe" ] || skip "hcg_probe not built"
   run timeout 120 srun -N 2 -n 8 --overcommit --mpi=pmix \
-    --hcg-layout='vision:tp=2,dp=2; llm:tp=2,dp=*' "$BATS_TEST_TMPDIR/probe"
+    --hcg-layout='vision:tp=2,dp=2; llm:tp=2,dp=*' "$probe" pmix
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   [ "$(grep -c '^ok ' <<<"$output")" -eq 8 ]
 }

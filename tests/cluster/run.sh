@@ -1,7 +1,6 @@
 #!/bin/bash
 # run.sh - start one private Slurm cluster, run every cluster test
-# (tests/cluster/*.bats) and every runtime test (tests/runtime/*.bats)
-# against it, check the node's health afterwards, and tear it down, also
+# (tests/cluster/*.bats: the plugin, libhcg and hcg.torch) against it, check the node's health afterwards, and tear it down, also
 # on failure or interruption.
 #
 #   tests/cluster/run.sh BUILD_DIR [FILE.bats...]
@@ -10,7 +9,6 @@
 # runtime/hcg). Must run as root. Exit status: that of the tests.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../.." && pwd)
 build=${1:?usage: tests/cluster/run.sh BUILD_DIR [FILE.bats...]}
 shift
 
@@ -26,7 +24,7 @@ for f in "$@"; do
   [ "$(basename "$f")" = health.bats ] || files+=("$f")
 done
 if [ $# -eq 0 ]; then
-  for f in "$here"/*.bats "$src"/tests/runtime/*.bats; do
+  for f in "$here"/*.bats; do
     [ -f "$f" ] && [ "$(basename "$f")" != health.bats ] && files+=("$f")
   done
 fi

@@ -1,10 +1,17 @@
 /*
- * hcg_probe.c - a test helper for the tests/runtime bats files: several
- * contexts in one process, each forming the whole collection of the rank's
- * grids.
+ * hcg_probe.c - the test helper of the cluster tests (tests/cluster, the .bats
+ * files) for what hcg-hello does not show.
+ *
+ *   hcg_probe pmix
+ *
+ * Checks what the plugin exported against PMIx (Slurm's mpi/pmix):
+ * hcg_ctx_init with PMIx required compares HCG_RANK with the PMIx rank and
+ * HCG_WORLD_SIZE with PMIX_JOB_SIZE. Prints "ok RANK SIZE" or "bad ...".
  *
  *   hcg_probe contexts N TAG1 TAG2 ... [--timeout S]
  *
+ * Several contexts in one process, each forming the whole collection of the
+ * rank's grids.
  * Creates N contexts (PMIx required), with the given tags ("-" for none),
  * and runs one exchange in each, in order. Prints per context and group
  *   ctx C rank R KEY leader=L id=DIGEST
@@ -28,9 +35,28 @@ static unsigned long long digest(const unsigned char *id) {
   return h;
 }
 
+static int pmix_probe(void) {
+  hcg_ctx_config cfg = HCG_CTX_CONFIG_INIT;
+  cfg.pmix = HCG_PMIX_REQUIRE;
+  hcg_ctx *ctx = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  int rc = hcg_ctx_init(&cfg, &ctx, &err);
+  const char *rank = getenv("HCG_RANK"), *world = getenv("HCG_WORLD_SIZE");
+  if (rc)
+    printf("bad %s: %s\n", hcg_strerror(rc), err.message);
+  else
+    printf("ok %d %d HCG_RANK=%s HCG_WORLD_SIZE=%s\n", hcg_ctx_rank(ctx),
+           hcg_ctx_world_size(ctx), rank, world);
+  hcg_ctx_free(ctx);
+  return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "pmix"))
+    return pmix_probe();
   if (argc < 3 || strcmp(argv[1], "contexts")) {
-    fprintf(stderr, "usage: hcg_probe contexts N TAG... [--timeout S]\n");
+    fprintf(stderr, "usage: hcg_probe pmix\n"
+                    "       hcg_probe contexts N TAG... [--timeout S]\n");
     return 2;
   }
   int n = atoi(argv[2]), timeout = 0;

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 #
-# helpers.bash - shared by tests/runtime/*.bats, the libhcg tests on the
-# private Slurm cluster. tests/cluster/run.sh starts the cluster and exports
+# runtime.bash - shared by the libhcg tests on the private Slurm cluster
+# (exchange, failures, nccl and agreement.bats). tests/cluster/run.sh
+# starts the cluster and exports
 # SLURM_CONF, HCG (the hcg command), HCG_BUILD, HCG_SRCDIR and CLUSTER_DIR.
 #
 # The tasks run hcg-hello (runtime/examples/hcg-hello.c), which prints, per
@@ -145,7 +146,7 @@ valgrind_wrapper() {
     echo "exec $HCG_BUILD/libtool --mode=execute valgrind -q --leak-check=full \\"
     echo "  --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \\"
     echo "  --error-exitcode=9 \\"
-    echo "  --suppressions=$HCG_SRCDIR/tests/runtime/valgrind.supp \\"
+    echo "  --suppressions=$HCG_SRCDIR/tests/cluster/valgrind.supp \\"
     echo "  --log-file=$OUT/vg.\$HCG_RANK.log $HELLO \"\$@\""
   } >"$1"
   chmod 755 "$1"

@@ -3,7 +3,7 @@
 # reaches the exchange, a step without PMIx, a tampered environment. Each
 # must end with a clear error, never a hang. Run by tests/cluster/run.sh.
 
-load helpers
+load runtime
 
 setup() {
   runtime_setup
@@ -129,7 +129,7 @@ wrap() {
 }
 
 @test "two contexts in one process: distinct tags work, equal tags are refused" {
-  PROBE=$HCG_BUILD/tests/runtime/hcg_probe
+  PROBE=$HCG_BUILD/tests/cluster/hcg_probe
   [ -x "$PROBE" ] || skip "hcg_probe not built"
   hello_cmd 8 "$LAYOUT" "$PROBE" contexts 2 first second --timeout 5
   [ "$status" -eq 0 ] || { show; false; }

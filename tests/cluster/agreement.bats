@@ -9,7 +9,7 @@
 # succeeds; each takes the documented 2 fences (plus hcg-hello's own
 # exchange: 3). Run by tests/cluster/run.sh.
 
-load helpers
+load runtime
 
 setup() {
   runtime_setup

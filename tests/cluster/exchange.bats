@@ -4,7 +4,7 @@
 # its leader published, different groups get different ids, and one
 # exchange costs exactly one fence. Run by tests/cluster/run.sh.
 
-load helpers
+load runtime
 
 setup() {
   runtime_setup

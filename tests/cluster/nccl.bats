@@ -4,7 +4,7 @@
 # one exchange, all-reduces on each and checks the sums; otherwise the test
 # says why it skips ("SKIP: no CUDA device"). Run by tests/cluster/run.sh.
 
-load helpers
+load runtime
 
 setup() {
   runtime_setup
