@@ -15,6 +15,10 @@
  *   - Ranks and sizes are int: world sizes are limited to 2^31-1.
  *   - Indices (grids, views, dims, fields) count from 0. View 0 of a grid is
  *     its base factorization, named "base"; named views are 1..n.
+ *   - Accessors (functions that return a value rather than a status) say at
+ *     their declaration what they return for a NULL object or an index out
+ *     of range: -1 for an index, rank or size, 0 for a count or a 0/1
+ *     answer, NULL for a string. None of them writes an error message.
  *
  * Ownership and threads
  *   - An hcg_layout is immutable once hcg_layout_parse() returns it. Every
@@ -166,9 +170,9 @@ void hcg_layout_free(hcg_layout *layout);
 /* The canonical text: every offset explicit, every '*' resolved, each grid
  * followed by its views, ';' between items. Parsing it with the same world
  * size gives the same layout. */
-const char *hcg_layout_text(const hcg_layout *layout);
+const char *hcg_layout_text(const hcg_layout *layout); /* NULL for NULL */
 
-int hcg_layout_world_size(const hcg_layout *layout);
+int hcg_layout_world_size(const hcg_layout *layout); /* 0 for NULL */
 
 /* How the grids share the world. */
 enum hcg_mode {
@@ -176,36 +180,45 @@ enum hcg_mode {
   HCG_MODE_COLOCATED = 1,   /* several grids, all on the same ranks     */
   HCG_MODE_NONCOLOCATED = 2 /* several grids on disjoint rank spans     */
 };
-int hcg_layout_mode(const hcg_layout *layout);
-const char *hcg_mode_name(int mode); /* "single", "colocated", ...  */
+int hcg_layout_mode(const hcg_layout *layout);  /* enum hcg_mode; -1: NULL */
+const char *hcg_mode_name(enum hcg_mode mode); /* "single", ...; NULL if unknown */
 
-/* Index of the language module's grid (it alone gets embedding groups). */
+/* Index of the language module's grid (it alone gets embedding groups);
+ * -1 for NULL. */
 int hcg_layout_language(const hcg_layout *layout);
 
 /* ---------------------------------------------------------------------------
- * Grids, views and dims (indices as described at the top)
+ * Grids, views and dims (indices as described at the top). For a NULL
+ * layout or an index out of range: counts are 0, indices, offsets and sizes
+ * -1, names NULL, 0/1 answers 0. The find functions return -1 for an
+ * unknown name too.
  */
-int hcg_layout_num_grids(const hcg_layout *layout);
+int hcg_layout_num_grids(const hcg_layout *layout);                  /* 0  */
 int hcg_layout_find_grid(const hcg_layout *layout, const char *name); /* -1 */
-const char *hcg_grid_name(const hcg_layout *layout, int grid);
-int hcg_grid_offset(const hcg_layout *layout, int grid);
-int hcg_grid_size(const hcg_layout *layout, int grid);
+const char *hcg_grid_name(const hcg_layout *layout, int grid);      /* NULL */
+int hcg_grid_offset(const hcg_layout *layout, int grid);              /* -1 */
+int hcg_grid_size(const hcg_layout *layout, int grid);                /* -1 */
 /* 1 when the grid's span [offset, offset+size) contains rank, else 0. */
 int hcg_grid_contains(const hcg_layout *layout, int grid, int rank);
 
-int hcg_grid_num_views(const hcg_layout *layout, int grid); /* base included */
-int hcg_grid_find_view(const hcg_layout *layout, int grid, const char *name);
-const char *hcg_view_name(const hcg_layout *layout, int grid, int view);
+/* Views, base included (0 for a bad grid). */
+int hcg_grid_num_views(const hcg_layout *layout, int grid);
+int hcg_grid_find_view(const hcg_layout *layout, int grid,
+                       const char *name); /* -1 */
+const char *hcg_view_name(const hcg_layout *layout, int grid,
+                          int view); /* NULL */
 
-int hcg_view_num_dims(const hcg_layout *layout, int grid, int view);
+int hcg_view_num_dims(const hcg_layout *layout, int grid, int view); /* 0 */
 int hcg_view_find_dim(const hcg_layout *layout, int grid, int view,
                       const char *name); /* -1 when absent */
-const char *hcg_dim_name(const hcg_layout *layout, int grid, int view, int dim);
-int hcg_dim_size(const hcg_layout *layout, int grid, int view, int dim);
+const char *hcg_dim_name(const hcg_layout *layout, int grid, int view,
+                         int dim);                                  /* NULL */
+int hcg_dim_size(const hcg_layout *layout, int grid, int view, int dim); /* -1 */
 /* Distance in ranks between neighbours along the dim (product of the sizes
- * of the dims before it). */
+ * of the dims before it); -1 for a bad index. */
 int hcg_dim_stride(const hcg_layout *layout, int grid, int view, int dim);
-/* 1 for a view dim shared with the base (same name, same enumeration). */
+/* 1 for a view dim shared with the base (same name, same enumeration); 0
+ * otherwise, and for a bad index. */
 int hcg_dim_shared(const hcg_layout *layout, int grid, int view, int dim);
 
 /* Coordinates of `rank` in a grid's view, fastest dim first, into
@@ -249,6 +262,8 @@ int hcg_request_parse(const hcg_layout *layout, const char *spec,
 int hcg_request_key(const hcg_layout *layout, const hcg_request *req,
                     char *buf, size_t cap);
 
+/* Members per group and groups of a request; -1 for a NULL layout or an
+ * invalid request. */
 int hcg_request_group_size(const hcg_layout *layout, const hcg_request *req);
 int hcg_request_num_groups(const hcg_layout *layout, const hcg_request *req);
 
@@ -311,12 +326,14 @@ enum hcg_field {
   HCG_FIELD_COUNT
 };
 
-const char *hcg_field_name(int field); /* "tp_ep_pp"; NULL if out of range */
+const char *hcg_field_name(enum hcg_field field); /* "tp_ep_pp"; NULL if out of range */
 int hcg_field_find(const char *name);  /* -1 when unknown */
-/* For an alias field, the field whose group object it is; else -1. */
-int hcg_field_alias(int field);
+/* For an alias field, the field whose group object it is; else -1 (also
+ * for a field out of range). */
+int hcg_field_alias(enum hcg_field field);
 
-int hcg_collection_request(const hcg_layout *layout, int grid, int field,
+int hcg_collection_request(const hcg_layout *layout, int grid,
+                           enum hcg_field field,
                            hcg_request *out);
 
 /* ---------------------------------------------------------------------------
@@ -326,12 +343,14 @@ int hcg_collection_request(const hcg_layout *layout, int grid, int field,
  */
 enum hcg_embedding { HCG_EMBD = 0, HCG_POS_EMBD = 1 };
 
-int hcg_embedding_num_groups(const hcg_layout *layout);
+int hcg_embedding_num_groups(const hcg_layout *layout); /* 0 for NULL */
 /* The ordinal-th group of a kind: members (1 or 2) into out[0..*n-1]. */
-int hcg_embedding_group_at(const hcg_layout *layout, int kind, int ordinal,
+int hcg_embedding_group_at(const hcg_layout *layout, enum hcg_embedding kind,
+                           int ordinal,
                            int out[2], int *n);
 /* The group of that kind holding rank: HCG_ENOTMEMBER when it holds none. */
-int hcg_embedding_group_of_rank(const hcg_layout *layout, int kind, int rank,
+int hcg_embedding_group_of_rank(const hcg_layout *layout,
+                                enum hcg_embedding kind, int rank,
                                 int out[2], int *n);
 
 /* ---------------------------------------------------------------------------
@@ -351,7 +370,7 @@ enum hcg_bridge_kind {
   HCG_BRIDGE_FAN_IN = 1,      /* src dp > dest dp                         */
   HCG_BRIDGE_FAN_OUT = 2      /* src dp < dest dp                         */
 };
-const char *hcg_bridge_kind_name(int kind); /* "fan-in", ...          */
+const char *hcg_bridge_kind_name(enum hcg_bridge_kind kind); /* "fan-in", ...          */
 
 typedef struct hcg_bridge {
   int src, dest;  /* grid indices                                         */
@@ -389,7 +408,8 @@ int hcg_bridge_batch_slice(const hcg_layout *layout, const hcg_bridge *bridge,
                            long long *len, hcg_error *err);
 
 /* Non-colocated: the leader of a lane (src: the lane's last rank, dest: its
- * first), lanes in canonical order. side 0 = src, 1 = dest. */
+ * first), lanes in canonical order. side 0 = src, 1 = dest. -1 for a
+ * colocated bridge, a bad side or lane, or NULL. */
 int hcg_bridge_leader(const hcg_layout *layout, const hcg_bridge *bridge,
                       int side, int lane);
 /* Non-colocated: the dest lanes [*first, *first + *count) a src lane sends
@@ -532,17 +552,19 @@ int hcg_ctx_init(const hcg_ctx_config *cfg, hcg_ctx **out, hcg_error *err);
  * it, and frees everything. NULL is a no-op. */
 void hcg_ctx_free(hcg_ctx *ctx);
 
-/* The layout, owned by the context (valid until hcg_ctx_free). */
+/* The layout, owned by the context (valid until hcg_ctx_free); NULL for a
+ * NULL context, like the other accessors below return -1 (rank) or 0. */
 const hcg_layout *hcg_ctx_layout(const hcg_ctx *ctx);
-int hcg_ctx_rank(const hcg_ctx *ctx);
-int hcg_ctx_world_size(const hcg_ctx *ctx);
+int hcg_ctx_rank(const hcg_ctx *ctx);       /* -1 for NULL */
+int hcg_ctx_world_size(const hcg_ctx *ctx); /* 0 for NULL  */
 /* 1 when the context is connected to PMIx. */
 int hcg_ctx_has_pmix(const hcg_ctx *ctx);
-/* The timeout in seconds in use. */
+/* The timeout in seconds in use (0 for NULL). */
 int hcg_ctx_timeout(const hcg_ctx *ctx);
 
-/* The grids holding this rank (HCG_GRIDS): their count, and the index in
- * the layout of the i-th one, in layout order (-1 when i is out of range). */
+/* The grids holding this rank (HCG_GRIDS): their count (0 for NULL), and
+ * the index in the layout of the i-th one, in layout order (-1 when i is
+ * out of range). */
 int hcg_ctx_num_grids(const hcg_ctx *ctx);
 int hcg_ctx_grid(const hcg_ctx *ctx, int i);
 
@@ -557,10 +579,11 @@ int hcg_ctx_group(const hcg_ctx *ctx, const char *spec, hcg_group *out,
                   hcg_error *err);
 int hcg_ctx_group_of(const hcg_ctx *ctx, const hcg_request *req,
                      hcg_group *out);
-int hcg_ctx_field_group(const hcg_ctx *ctx, int grid, int field,
+int hcg_ctx_field_group(const hcg_ctx *ctx, int grid, enum hcg_field field,
                         hcg_group *out);
 /* This rank's embedding group of a kind (enum hcg_embedding). */
-int hcg_ctx_embedding_group(const hcg_ctx *ctx, int kind, int out[2], int *n);
+int hcg_ctx_embedding_group(const hcg_ctx *ctx, enum hcg_embedding kind,
+                            int out[2], int *n);
 /* This rank's MIMO role in a grid (see hcg_rank_stage). */
 int hcg_ctx_stage(const hcg_ctx *ctx, int grid, int *is_first, int *is_last);
 
@@ -665,13 +688,13 @@ int hcg_groupset_add_collection(hcg_groupset *set, int grid,
                                 const hcg_comm_options *opts, hcg_error *err);
 /* Adds the language grid's embedding groups of a kind (enum
  * hcg_embedding), keyed "GRID#embd" or "GRID#pos_embd". */
-int hcg_groupset_add_embedding(hcg_groupset *set, int kind,
+int hcg_groupset_add_embedding(hcg_groupset *set, enum hcg_embedding kind,
                                const hcg_comm_options *opts, hcg_error *err);
 /* The callback for hcg_comm_create (NULL: none). */
 int hcg_groupset_set_config_fn(hcg_groupset *set, hcg_comm_config_fn fn,
                                void *arg);
 /* Number of entries added (before deduplication). */
-int hcg_groupset_num_entries(const hcg_groupset *set);
+int hcg_groupset_num_entries(const hcg_groupset *set); /* 0 for NULL */
 
 /* ---------------------------------------------------------------------------
  * The id exchange: ONE PMIx fence for a whole set.
@@ -719,7 +742,7 @@ int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
                      hcg_exchange **out, hcg_error *err);
 /* This rank's groups, deduplicated, in the order their keys first appeared
  * in the set. */
-int hcg_exchange_num_groups(const hcg_exchange *x);
+int hcg_exchange_num_groups(const hcg_exchange *x); /* 0 for NULL */
 int hcg_exchange_group(const hcg_exchange *x, int i, hcg_group_id *out);
 /* Members of the i-th group, ascending, into out[0 .. size-1]. */
 int hcg_exchange_members(const hcg_exchange *x, int i, int *out, int cap);
@@ -800,15 +823,17 @@ int hcg_comm_find(const hcg_ctx *ctx, const char *spec, hcg_comm **out,
                   hcg_error *err);
 int hcg_comm_find_request(const hcg_ctx *ctx, const hcg_request *req,
                           hcg_comm **out);
-int hcg_comm_find_field(const hcg_ctx *ctx, int grid, int field,
+int hcg_comm_find_field(const hcg_ctx *ctx, int grid, enum hcg_field field,
                         hcg_comm **out);
-int hcg_comm_find_embedding(const hcg_ctx *ctx, int kind, hcg_comm **out);
+int hcg_comm_find_embedding(const hcg_ctx *ctx, enum hcg_embedding kind,
+                            hcg_comm **out);
 /* By group key ("llm:cp-tp", "llm#embd"; see hcg_group_id.key):
  * HCG_ENOTFOUND when this context holds no communicator of that key. */
 int hcg_comm_find_key(const hcg_ctx *ctx, const char *key, hcg_comm **out);
-/* Number of communicators the context holds. */
+/* Number of communicators the context holds (0 for NULL). */
 int hcg_ctx_num_comms(const hcg_ctx *ctx);
 
+/* For a NULL handle: NULL, 0, -1, NULL, NULL. */
 const char *hcg_comm_key(const hcg_comm *comm);
 int hcg_comm_size(const hcg_comm *comm); /* members                     */
 int hcg_comm_rank(const hcg_comm *comm); /* this rank's index in them   */

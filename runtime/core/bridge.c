@@ -138,7 +138,7 @@ int hcg_bridge_make(const hcg_layout *L, int src, int dest, hcg_bridge *out,
   return HCG_OK;
 }
 
-const char *hcg_bridge_kind_name(int kind) {
+const char *hcg_bridge_kind_name(enum hcg_bridge_kind kind) {
   switch (kind) {
   case HCG_BRIDGE_PASSTHROUGH:
     return "passthrough";

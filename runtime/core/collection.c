@@ -59,7 +59,7 @@ static const struct field_spec fields[HCG_FIELD_COUNT] = {
     [HCG_FIELD_INTRA_DIST_OPT] = {"intra_dist_opt", BASE, {NULL}, -1},
 };
 
-const char *hcg_field_name(int field) {
+const char *hcg_field_name(enum hcg_field field) {
   return field >= 0 && field < HCG_FIELD_COUNT ? fields[field].name : NULL;
 }
 
@@ -72,11 +72,11 @@ int hcg_field_find(const char *name) {
   return -1;
 }
 
-int hcg_field_alias(int field) {
+int hcg_field_alias(enum hcg_field field) {
   return field >= 0 && field < HCG_FIELD_COUNT ? fields[field].alias : -1;
 }
 
-int hcg_collection_request(const hcg_layout *L, int grid, int field,
+int hcg_collection_request(const hcg_layout *L, int grid, enum hcg_field field,
                            hcg_request *out) {
   if (!hcg__valid_grid(L, grid) || field < 0 || field >= HCG_FIELD_COUNT ||
       !out)

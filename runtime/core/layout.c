@@ -73,7 +73,7 @@ int hcg_layout_world_size(const hcg_layout *L) { return L ? L->world : 0; }
 
 int hcg_layout_mode(const hcg_layout *L) { return L ? L->mode : -1; }
 
-const char *hcg_mode_name(int mode) {
+const char *hcg_mode_name(enum hcg_mode mode) {
   switch (mode) {
   case HCG_MODE_SINGLE:
     return "single";

@@ -31,8 +31,8 @@ static int embedding_of(const hcg_layout *L, int kind, const hcg_group *pp,
   return HCG_OK;
 }
 
-int hcg_embedding_group_at(const hcg_layout *L, int kind, int ordinal,
-                           int out[2], int *n) {
+int hcg_embedding_group_at(const hcg_layout *L, enum hcg_embedding kind,
+                           int ordinal, int out[2], int *n) {
   hcg_request req;
   hcg_group pp;
   if ((kind != HCG_EMBD && kind != HCG_POS_EMBD) || !out || !n ||
@@ -42,8 +42,8 @@ int hcg_embedding_group_at(const hcg_layout *L, int kind, int ordinal,
   return rc ? rc : embedding_of(L, kind, &pp, out, n);
 }
 
-int hcg_embedding_group_of_rank(const hcg_layout *L, int kind, int rank,
-                                int out[2], int *n) {
+int hcg_embedding_group_of_rank(const hcg_layout *L, enum hcg_embedding kind,
+                                int rank, int out[2], int *n) {
   hcg_request req;
   hcg_group pp;
   if ((kind != HCG_EMBD && kind != HCG_POS_EMBD) || !out || !n ||

@@ -98,7 +98,7 @@ int hcg_comm_find_key(const hcg_ctx *ctx, const char *key, hcg_comm **out) {
   return *out ? HCG_OK : HCG_ENOTFOUND;
 }
 
-int hcg_comm_find_field(const hcg_ctx *ctx, int grid, int field,
+int hcg_comm_find_field(const hcg_ctx *ctx, int grid, enum hcg_field field,
                         hcg_comm **out) {
   if (!ctx || !out)
     return HCG_EINVAL;
@@ -108,7 +108,8 @@ int hcg_comm_find_field(const hcg_ctx *ctx, int grid, int field,
   return rc ? rc : hcg_comm_find_request(ctx, &req, out);
 }
 
-int hcg_comm_find_embedding(const hcg_ctx *ctx, int kind, hcg_comm **out) {
+int hcg_comm_find_embedding(const hcg_ctx *ctx, enum hcg_embedding kind,
+                            hcg_comm **out) {
   if (!ctx || !out)
     return HCG_EINVAL;
   *out = NULL;

@@ -322,7 +322,7 @@ int hcg_ctx_group_of(const hcg_ctx *ctx, const hcg_request *req,
   return hcg_group_of_rank(ctx->layout, req, ctx->rank, out);
 }
 
-int hcg_ctx_field_group(const hcg_ctx *ctx, int grid, int field,
+int hcg_ctx_field_group(const hcg_ctx *ctx, int grid, enum hcg_field field,
                         hcg_group *out) {
   if (!ctx || !out)
     return HCG_EINVAL;
@@ -333,7 +333,8 @@ int hcg_ctx_field_group(const hcg_ctx *ctx, int grid, int field,
   return hcg_group_of_rank(ctx->layout, &req, ctx->rank, out);
 }
 
-int hcg_ctx_embedding_group(const hcg_ctx *ctx, int kind, int out[2], int *n) {
+int hcg_ctx_embedding_group(const hcg_ctx *ctx, enum hcg_embedding kind,
+                            int out[2], int *n) {
   if (!ctx)
     return HCG_EINVAL;
   return hcg_embedding_group_of_rank(ctx->layout, kind, ctx->rank, out, n);

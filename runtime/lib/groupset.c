@@ -143,7 +143,7 @@ int hcg_groupset_add_collection(hcg_groupset *set, int grid,
   return add_entry(set, e, opts, err);
 }
 
-int hcg_groupset_add_embedding(hcg_groupset *set, int kind,
+int hcg_groupset_add_embedding(hcg_groupset *set, enum hcg_embedding kind,
                                const hcg_comm_options *opts, hcg_error *err) {
   if (!set)
     return hcg__fail(err, HCG_EINVAL,
