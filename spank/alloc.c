@@ -17,13 +17,6 @@
 
 #include "plugin.h"
 
-int hcgp_alloc_init(spank_t sp, int ac, char **av) {
-  hcgp_load_args(ac, av, 1, NULL);
-  if (hcgp_state.args_bad)
-    return -1;
-  return hcgp_option_register(sp);
-}
-
 int hcgp_alloc_post_opt(spank_t sp) {
   if (!hcgp_option_active())
     return 0;

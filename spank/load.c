@@ -37,6 +37,13 @@ void hcgp_log_layout_error(const hcg_error *err) {
                 hcgp_state.args.max_layout_bytes);
 }
 
+int hcgp_load_init(spank_t sp, int ac, char **av) {
+  hcgp_load_args(ac, av, 1, NULL);
+  if (hcgp_state.args_bad)
+    return -1;
+  return hcgp_option_register(sp);
+}
+
 hcg_layout_config hcgp_load_config(int world) {
   hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
   cfg.world_size = world;

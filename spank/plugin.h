@@ -93,6 +93,9 @@ int hcgp_option_check(void);
  * rejected argument is an error (a person is watching); else it is logged
  * as ignored `where` ("on this node") and its default is used. */
 void hcgp_load_args(int ac, char **av, int strict, const char *where);
+/* init in srun, sbatch and salloc: a person is watching, so a rejected
+ * plugstack.conf argument is an error; then --hcg-layout is registered. */
+int hcgp_load_init(spank_t sp, int ac, char **av);
 /* Reads the option's layout (text or @PATH, as the user) into
  * hcgp_state.text and checks what can be checked without the task count.
  * Once per process; 0 when there is nothing to load. */
@@ -104,10 +107,8 @@ hcg_layout_config hcgp_load_config(int world);
 void hcgp_log_layout_error(const hcg_error *err);
 
 /* ---- the contexts ------------------------------------------------------ */
-int hcgp_srun_init(spank_t sp, int ac, char **av);
 int hcgp_srun_post_opt(spank_t sp);
 int hcgp_srun_user_init(spank_t sp);
-int hcgp_alloc_init(spank_t sp, int ac, char **av);
 int hcgp_alloc_post_opt(spank_t sp);
 int hcgp_slurmd_init(spank_t sp, int ac, char **av);
 int hcgp_slurmstepd_init(spank_t sp, int ac, char **av);

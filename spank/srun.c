@@ -12,13 +12,6 @@
 #include "forward.h"
 #include "plugin.h"
 
-int hcgp_srun_init(spank_t sp, int ac, char **av) {
-  hcgp_load_args(ac, av, 1, NULL);
-  if (hcgp_state.args_bad)
-    return -1;
-  return hcgp_option_register(sp);
-}
-
 /* Options are complete: read @PATH and check the syntax now, before srun
  * asks for an allocation. The task count comes later. */
 int hcgp_srun_post_opt(spank_t sp) {
