@@ -11,10 +11,14 @@ cd "$src"
 layout=${HCG_DEMO_LAYOUT:-'vision:tp=2,dp=2; llm:tp=2,dp=*,pp=2; llm/expert:ep=2,expt_dp=*,pp'}
 tasks=${HCG_DEMO_TASKS:-12}
 
-scripts/deps.sh
+# Each set-up step names itself when it fails, with the lines that say why.
+scripts/deps.sh || { echo "demo: step 'packages' (scripts/deps.sh) failed" >&2; exit 1; }
 mkdir -p build
-scripts/build.sh build > build/demo-build.log 2>&1 ||
-  { tail -n 40 build/demo-build.log >&2; exit 1; }
+scripts/build.sh build > build/demo-build.log 2>&1 || {
+  tail -n 40 build/demo-build.log >&2
+  echo "demo: step 'build' failed (whole log: build/demo-build.log)" >&2
+  exit 1
+}
 hcg=$src/build/runtime/hcg
 hello=$src/build/runtime/hcg-hello
 
@@ -22,8 +26,11 @@ hello=$src/build/runtime/hcg-hello
 source tests/cluster/cluster.sh
 trap 'cluster_stop' EXIT
 trap 'exit 130' INT TERM
-cluster_start "$src/build" > build/demo-cluster.log 2>&1 ||
-  { cat build/demo-cluster.log >&2; exit 1; }
+cluster_start "$src/build" > build/demo-cluster.log 2>&1 || {
+  cat build/demo-cluster.log >&2
+  echo "demo: step 'private Slurm cluster' failed (log: build/demo-cluster.log)" >&2
+  exit 1
+}
 unset HCG_BUILD HCG_SRCDIR # the harness's own variables, not the tasks'
 cd "$CLUSTER_DIR/tmp"
 

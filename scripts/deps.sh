@@ -1,6 +1,11 @@
 #!/bin/sh
 # Installs what hcg needs to build, test and run its demo on Debian 12, as
 # root. Safe to run again: with everything present it touches nothing.
+#
+# On a fresh machine another apt-get (unattended-upgrades, cloud-init) often
+# holds the dpkg lock: deps.sh waits for it, saying so every 30 s, but never
+# longer than HCG_LOCK_WAIT seconds (default 600), so a stuck holder fails
+# the set-up with its name instead of running into CI's own limit.
 set -eu
 
 packages="
@@ -10,16 +15,71 @@ packages="
   libpmix-dev libpmix-bin
   procps iproute2 hostname python3 python3-torch
 "
+lock_wait=${HCG_LOCK_WAIT:-600}
+locks="/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock
+  /var/lib/apt/lists/lock /var/cache/apt/archives/lock"
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "deps: run as root (apt-get installs packages, the test cluster runs daemons)" >&2
   exit 1
 fi
+case $lock_wait in
+'' | *[!0-9]*)
+  echo "deps: HCG_LOCK_WAIT='$lock_wait' is not a number of seconds" >&2
+  exit 2
+  ;;
+esac
+
+# A package counts as present once dpkg has unpacked and configured it; a
+# trigger still to run (man-db's, typically) does not make it missing.
+present() {
+  case $(dpkg-query -W -f '${db:Status-Status}' "$1" 2>/dev/null) in
+  installed | triggers-pending | triggers-awaited) return 0 ;;
+  *) return 1 ;;
+  esac
+}
+
+# Prints the first lock someone holds, if any. fuser sees any process that
+# has the file open (apt and dpkg keep their lock files open while they hold
+# them); without it, a non-blocking flock(1) probe is the fallback.
+held_lock() {
+  for l in $locks; do
+    [ -e "$l" ] || continue
+    if command -v fuser > /dev/null 2>&1; then
+      if fuser "$l" > /dev/null 2>&1; then
+        echo "$l"
+        return 0
+      fi
+    elif command -v flock > /dev/null 2>&1; then
+      if ! flock -n "$l" true 2> /dev/null; then
+        echo "$l"
+        return 0
+      fi
+    fi
+  done
+  return 1
+}
+
+wait_for_locks() {
+  waited=0
+  while l=$(held_lock); do
+    if [ "$waited" -ge "$lock_wait" ]; then
+      echo "deps: $l still held after ${waited}s (HCG_LOCK_WAIT=$lock_wait):" \
+        "another package manager is running; try again when it is done" >&2
+      exit 1
+    fi
+    if [ $((waited % 30)) -eq 0 ]; then
+      echo "deps: waiting for $l (another apt-get or dpkg is running;" \
+        "${waited}s of at most ${lock_wait}s)" >&2
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
 
 missing=""
 for p in $packages; do
-  dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' ||
-    missing="$missing $p"
+  present "$p" || missing="$missing $p"
 done
 if [ -z "$missing" ]; then
   echo "deps: all packages present"
@@ -27,6 +87,18 @@ if [ -z "$missing" ]; then
 fi
 echo "deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
+# The probe above and apt's own lock timeout cover each other: between our
+# check and apt taking the lock, another apt-get may start again.
+apt_lock="-o DPkg::Lock::Timeout=$lock_wait"
+wait_for_locks
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $missing
+apt-get $apt_lock update -q || {
+  echo "deps: 'apt-get update' failed (see above)" >&2
+  exit 1
+}
+wait_for_locks
+# shellcheck disable=SC2086
+apt-get $apt_lock install -y -q --no-install-recommends $missing || {
+  echo "deps: 'apt-get install$missing' failed (see above)" >&2
+  exit 1
+}
