@@ -92,8 +92,9 @@ int main(void) {
       for (int r = 0; r < ROUNDS; r++) {
         double t0 = now();
         for (int i = 0; i < SAMPLES; i++) {
-          struct hcgp_task t = {42, 0, (uint32_t)world,
-                                sample_rank(i + r * SAMPLES, world), 1};
+          struct hcgp_task t = {
+              42, 0,   (uint32_t)world, sample_rank(i + r * SAMPLES, world), 1,
+              0,  NULL};
           if (hcgp_task_env(fwd, len, &t, count_var, &sink, &err)) {
             fprintf(stderr, "bench_plugin: %s\n", err.message);
             return 1;

@@ -128,6 +128,27 @@ int hcgp_forward_refused(const char *value, size_t value_len, uint32_t job,
                              &err) == HCG_ELAYOUT;
 }
 
+/* The HCG_* settings a user may pass to a task; keep doc/security.md and
+ * hcg(1) in step. HCG_TEST_COMM_FAIL and HCG_REQUIRE_TORCH are test hooks. */
+static const char *const user_settings[] = {
+    "HCG_TIMEOUT", "HCG_TRACE",          "HCG_FANIN",         "HCG_LIBRARY",
+    "HCG_CLI",     "HCG_TEST_COMM_FAIL", "HCG_REQUIRE_TORCH",
+};
+
+int hcgp_env_user_setting(const char *name) {
+  if (!name)
+    return 0;
+  size_t n = strcspn(name, "=");
+  for (size_t i = 0; i < sizeof user_settings / sizeof *user_settings; i++)
+    if (strlen(user_settings[i]) == n && !memcmp(name, user_settings[i], n))
+      return 1;
+  return 0;
+}
+
+int hcgp_env_plugin_owned(const char *entry) {
+  return entry && !strncmp(entry, "HCG_", 4) && !hcgp_env_user_setting(entry);
+}
+
 int hcgp_step_heterogeneous(const char *ntasks, uint32_t world) {
   if (!ntasks || !*ntasks || ntasks[0] == '-')
     return 0;
@@ -169,9 +190,22 @@ int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
                                &tlen, err);
   if (rc)
     return rc;
-  /* The canonical text may be longer than what the user typed (offsets and
-   * sizes spelled out), so only the hard bound applies here; the site's
-   * max_layout_bytes was enforced on the user's input in srun. */
+  /* The value reached us through the user's environment: a user who runs
+   * srun without the plugin (a private SLURM_CONF) can write anything into
+   * it for their own step. So the site's policy applies again here, to the
+   * canonical text (srun checks the same before forwarding). */
+  if (t->max_bytes && tlen > t->max_bytes)
+    return hcg__fail(err, HCG_ELIMIT,
+                     "the layout forwarded in " HCGP_FORWARD_ENV
+                     " is %zu bytes, longer than this site's "
+                     "max_layout_bytes=%zu (is the hcg plugin loaded in srun?)",
+                     tlen, t->max_bytes);
+  if (t->language && t->language[0] && strcmp(language, t->language))
+    return hcg__fail(err, HCG_EENV,
+                     "the layout forwarded in " HCGP_FORWARD_ENV
+                     " uses grid '%s' as the language module, but this site "
+                     "sets language=%s (is the hcg plugin loaded in srun?)",
+                     language, t->language);
   hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
   cfg.world_size = (int)t->world;
   cfg.language = language;

@@ -70,6 +70,10 @@ struct hcgp_task {
   uint32_t world;     /* S_JOB_TOTAL_TASK_COUNT                        */
   uint32_t rank;      /* S_TASK_GLOBAL_ID                              */
   int export_dims;    /* plugstack export_dims                         */
+  /* Site policy, applied again here because the variable comes through
+   * the user's environment and can be forged (doc/security.md). */
+  size_t max_bytes;     /* max_layout_bytes; 0: HCG_MAX_LAYOUT_BYTES only */
+  const char *language; /* plugstack language=, NULL or "": none        */
 };
 
 /* Receives each variable of the task; non-zero stops the walk. */
@@ -83,6 +87,16 @@ typedef int (*hcgp_task_setenv_fn)(void *arg, const char *name,
  * layout and decoding errors return an HCG_E* code with err filled. */
 int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
                   hcgp_task_setenv_fn fn, void *arg, hcg_error *err);
+
+/* 1 when `name` (a variable name, up to '=' or the end) is an HCG_* setting
+ * a user may give a task (HCG_TIMEOUT, HCG_LIBRARY, ...; doc/security.md);
+ * every other HCG_* variable is the plugin's, and slurmstepd removes it from
+ * the task before setting its own. */
+int hcgp_env_user_setting(const char *name);
+
+/* 1 when `entry` ("NAME=VALUE" or "NAME") is an HCG_* variable that only
+ * the plugin may set (see hcgp_env_user_setting). */
+int hcgp_env_plugin_owned(const char *entry);
 
 /* 1 when a step is heterogeneous: srun puts the task count of the whole
  * step in SLURM_NTASKS (ntasks, NULL when unset), which for a

@@ -55,6 +55,44 @@ static const char *step_ntasks(spank_t sp, char *buf, size_t cap) {
              : NULL;
 }
 
+/* Removes every HCG_* variable the task inherited that only the plugin may
+ * set (hcgp_env_plugin_owned): leftovers of an outer step, or a user's
+ * attempt to pose as another rank. User settings such as HCG_TIMEOUT stay.
+ * Names are copied first because unsetting changes the array. */
+static int drop_inherited(spank_t sp) {
+  char **env = NULL;
+  if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env) {
+    hcgp_log_error("cannot read the task's environment to remove stale HCG_* "
+                   "variables");
+    return -1;
+  }
+  size_t count = 0;
+  for (char **e = env; *e; e++)
+    count += (size_t)hcgp_env_plugin_owned(*e);
+  if (!count)
+    return 0;
+  char **names = calloc(count, sizeof *names);
+  if (!names) {
+    hcgp_log_error("out of memory removing stale HCG_* variables");
+    return -1;
+  }
+  size_t n = 0;
+  int rc = 0;
+  for (char **e = env; *e && n < count; e++)
+    if (hcgp_env_plugin_owned(*e) &&
+        !(names[n++] = strndup(*e, strcspn(*e, "="))))
+      rc = -1;
+  for (size_t i = 0; i < n; i++) {
+    if (names[i] && spank_unsetenv(sp, names[i]) != ESPANK_SUCCESS)
+      rc = -1;
+    free(names[i]);
+  }
+  free(names);
+  if (rc)
+    hcgp_log_error("cannot remove the stale HCG_* variables of this task");
+  return rc;
+}
+
 int hcgp_slurmstepd_init(spank_t sp, int ac, char **av) {
   /* The option must be known here too, or Slurm drops it from the launch
    * message; a failure is remembered and reported in task_init. */
@@ -74,6 +112,8 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
       step == SLURM_INTERACTIVE_STEP)
     return 0;
 
+  if (drop_inherited(sp))
+    return -1;
   if (!hcgp_option_active()) {
     /* Never let an outer step's layout leak into a step without one. */
     (void)spank_unsetenv(sp, HCGP_FORWARD_ENV);
@@ -126,7 +166,13 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
     return -1;
   }
 
-  struct hcgp_task task = {job, step, world, rank, hcgp_state.args.export_dims};
+  struct hcgp_task task = {job,
+                           step,
+                           world,
+                           rank,
+                           hcgp_state.args.export_dims,
+                           hcgp_state.args.max_layout_bytes,
+                           hcgp_state.args.language};
   hcg_error err = HCG_ERROR_INIT;
   struct setter setter = {sp, 0};
   int rc = hcgp_task_env(buf, strlen(buf), &task, set_var, &setter, &err);

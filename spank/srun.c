@@ -81,6 +81,18 @@ int hcgp_srun_user_init(spank_t sp) {
     return refuse(job, step);
   }
 
+  /* slurmstepd holds the canonical text to the site's limit (it cannot trust
+   * the user's input length), so srun refuses here what it would refuse. */
+  size_t clen = strlen(hcg_layout_text(layout));
+  if (clen > hcgp_state.args.max_layout_bytes) {
+    slurm_error(HCGP_LOG_PREFIX "the layout spelled out in full (every offset "
+                                "and size explicit) is %zu bytes, longer than "
+                                "this site's max_layout_bytes=%zu; no task "
+                                "will run",
+                clen, hcgp_state.args.max_layout_bytes);
+    hcg_layout_free(layout);
+    return refuse(job, step);
+  }
   char *value = NULL;
   const char *language = hcg_grid_name(layout, hcg_layout_language(layout));
   int rc = hcgp_forward_encode(job, step, language, hcg_layout_text(layout),

@@ -120,6 +120,17 @@ spank_err_t spank_get_item(spank_t s, spank_item_t item, ...) {
     if (host.item_fails)
       rc = ESPANK_ENV_NOEXIST;
     break;
+  case S_JOB_ENV: {
+    /* Like slurmstepd: a NULL-terminated array of the task's entries. */
+    static char *view[65];
+    int n = 0;
+    for (int i = 0; i < 64; i++)
+      if (host.env[i])
+        view[n++] = host.env[i];
+    view[n] = NULL;
+    *va_arg(ap, char ***) = view;
+    break;
+  }
   case S_TASK_GLOBAL_ID:
     if (host.ctx != S_CTX_REMOTE)
       rc = ESPANK_NOT_TASK;
@@ -634,6 +645,34 @@ START_TEST(task_without_option) {
 }
 END_TEST
 
+START_TEST(task_stale_variables_removed) {
+  /* An outer step's variables and a user's own HCG_RANK never reach the
+   * task; user settings such as HCG_TIMEOUT do, with or without a layout. */
+  for (int with = 0; with < 2; with++) {
+    remote_task(with ? "tp=2" : NULL, 0);
+    host.world = 1;
+    task_env_set("HCG_RANK", "1");
+    task_env_set("HCG_WORLD_SIZE", "2");
+    task_env_set("HCG_OLD_TP_RANK", "1");
+    task_env_set("HCG_TIMEOUT", "7");
+    task_env_set("HCG_LIBRARY", "/x/libhcg.so");
+    if (with)
+      task_env_set(FWD, "hcg1:7.3:world:world@0:dp=1");
+    ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+    ck_assert_ptr_null(task_env("HCG_OLD_TP_RANK"));
+    ck_assert_str_eq(task_env("HCG_TIMEOUT"), "7");
+    ck_assert_str_eq(task_env("HCG_LIBRARY"), "/x/libhcg.so");
+    if (with) {
+      ck_assert_str_eq(task_env("HCG_RANK"), "0");
+      ck_assert_str_eq(task_env("HCG_WORLD_SIZE"), "1");
+    } else {
+      ck_assert_int_eq(task_env_count("HCG_"), 2);
+    }
+    stop();
+  }
+}
+END_TEST
+
 START_TEST(task_refusals) {
   /* srun refused: every task fails, only rank 0 says so. */
   remote_task("tp=3", 0);
@@ -734,6 +773,7 @@ static Suite *suite(void) {
   tcase_add_test(t, task_export_dims_no);
   tcase_add_test(t, task_special_steps_are_skipped);
   tcase_add_test(t, task_without_option);
+  tcase_add_test(t, task_stale_variables_removed);
   tcase_add_test(t, task_refusals);
   tcase_add_test(t, task_forwarded_value_too_long);
   suite_add_tcase(s, t);

@@ -252,7 +252,7 @@ static void check_task(const char *layout_text, int world, int rank,
                                        hcg_grid_name(L, hcg_layout_language(L)),
                                        hcg_layout_text(L), &v, &err),
                    HCG_OK);
-  struct hcgp_task t = {5, 0, (uint32_t)world, (uint32_t)rank, 1};
+  struct hcgp_task t = {5, 0, (uint32_t)world, (uint32_t)rank, 1, 0, NULL};
   ck_assert_int_eq(hcgp_task_env(v, strlen(v), &t, collect_env, &got, &err),
                    HCG_OK);
   ck_assert_int_eq(got.n, want.n);
@@ -290,7 +290,7 @@ START_TEST(task_env_language_is_forwarded) {
   const char *v = "hcg1:5.0:enc:enc@0:tp=2;dec@2:tp=2";
   struct envlist got;
   memset(&got, 0, sizeof got);
-  struct hcgp_task t = {5, 0, 4, 3, 1};
+  struct hcgp_task t = {5, 0, 4, 3, 1, 0, NULL};
   hcg_error err = HCG_ERROR_INIT;
   ck_assert_int_eq(hcgp_task_env(v, strlen(v), &t, collect_env, &got, &err),
                    HCG_OK);
@@ -301,12 +301,51 @@ START_TEST(task_env_language_is_forwarded) {
 }
 END_TEST
 
+START_TEST(task_env_site_policy) {
+  /* A forged hand-over (srun run without the plugin) meets the site's
+   * max_layout_bytes and language= again on the node. */
+  const char *v = "hcg1:5.0:enc:enc@0:tp=2;dec@2:tp=2";
+  size_t tlen = strlen("enc@0:tp=2;dec@2:tp=2");
+  struct envlist got;
+  memset(&got, 0, sizeof got);
+  hcg_error err = HCG_ERROR_INIT;
+  struct hcgp_task t = {5, 0, 4, 3, 1, tlen - 1, NULL};
+  ck_assert_int_eq(hcgp_task_env(v, strlen(v), &t, collect_env, &got, &err),
+                   HCG_ELIMIT);
+  ck_assert_ptr_nonnull(strstr(err.message, "max_layout_bytes"));
+  t.max_bytes = tlen;
+  t.language = "dec";
+  ck_assert_int_eq(hcgp_task_env(v, strlen(v), &t, collect_env, &got, &err),
+                   HCG_EENV);
+  ck_assert_ptr_nonnull(strstr(err.message, "language=dec"));
+  ck_assert_int_eq(got.n, 0);
+  t.language = "enc";
+  ck_assert_int_eq(hcgp_task_env(v, strlen(v), &t, collect_env, &got, &err),
+                   HCG_OK);
+}
+END_TEST
+
+START_TEST(env_ownership) {
+  ck_assert(hcgp_env_plugin_owned("HCG_RANK=0"));
+  ck_assert(hcgp_env_plugin_owned("HCG_WORLD_SIZE=2"));
+  ck_assert(hcgp_env_plugin_owned("HCG_LLM_TP_RANK=1"));
+  ck_assert(hcgp_env_plugin_owned("HCG_TIMEOUTS=1"));
+  ck_assert(hcgp_env_plugin_owned("HCG_"));
+  ck_assert(!hcgp_env_plugin_owned("HCG_TIMEOUT=5"));
+  ck_assert(!hcgp_env_plugin_owned("HCG_LIBRARY=/x"));
+  ck_assert(!hcgp_env_plugin_owned("HCG_TRACE"));
+  ck_assert(!hcgp_env_plugin_owned("SLURM_HCG_STEP_LAYOUT=x"));
+  ck_assert(!hcgp_env_plugin_owned("hcg_rank=1"));
+  ck_assert(!hcgp_env_plugin_owned(NULL));
+}
+END_TEST
+
 START_TEST(task_env_errors) {
   hcg_error err = HCG_ERROR_INIT;
   struct envlist got;
   memset(&got, 0, sizeof got);
   const char *v = "hcg1:5.0:world:world@0:tp=2,dp=4";
-  struct hcgp_task t = {5, 0, 8, 8, 1}; /* rank == world */
+  struct hcgp_task t = {5, 0, 8, 8, 1, 0, NULL}; /* rank == world */
   ck_assert_int_eq(hcgp_task_env(v, strlen(v), &t, collect_env, &got, &err),
                    HCG_ERANGE);
   t.rank = 0;
@@ -365,6 +404,8 @@ static Suite *suite(void) {
   tcase_add_test(t, task_env_matches_core);
   tcase_add_test(t, task_env_language_is_forwarded);
   tcase_add_test(t, task_env_errors);
+  tcase_add_test(t, task_env_site_policy);
+  tcase_add_test(t, env_ownership);
   suite_add_tcase(s, t);
   return s;
 }
