@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "forward.h"
 #include "plugin.h"
@@ -45,6 +46,23 @@ static int set_var(void *arg, const char *name, const char *value) {
   }
   s->count++;
   return 0;
+}
+
+/* Ends a task whose layout srun has refused and explained. slurmstepd's
+ * exec_task does _exit(1) itself after a failed task_init, but first logs
+ * two lines per task ("task_init() failed", "Failed to invoke spank plugin
+ * stack"): 24 lines for 12 tasks after srun's own message. Ending the task
+ * here the same way leaves srun's one line per node ("tasks 0-11: Exited
+ * with exit code 1"). The unit tests, which call task_init in their own
+ * process, define hcgp_test_task_exit to see the exit instead. */
+extern void hcgp_test_task_exit(int status) __attribute__((weak));
+
+static void end_refused_task(void) {
+  if (hcgp_test_task_exit) {
+    hcgp_test_task_exit(1);
+    return;
+  }
+  _exit(1);
 }
 
 /* The step's SLURM_NTASKS as srun set it, or NULL (see
@@ -163,6 +181,7 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
     if (rank == 0)
       hcgp_log_error("srun refused the layout of this step; no task runs");
     free(buf);
+    end_refused_task();
     return -1;
   }
 

@@ -194,3 +194,15 @@ SCRIPT
   [ "$(grep -cx '[01]' "$OUT/job.out")" -eq 2 ]
   if ls "$MARKER"*; then false; fi
 }
+
+@test "a refused 12-task layout prints one hcg message and one line per node" {
+  try_srun 12 'tp=5,dp=*' --time=1
+  refused "cannot infer 'dp'" 'no task will run'
+  echo "$output"
+  # hcg's message (3 lines with the caret), srun's summary line, the first
+  # task's one line, Slurm's line per node (one node here): 6 in all.
+  [ "${#lines[@]}" -le 6 ]
+  [ "$(grep -c 'Exited with exit code' <<<"$output")" -eq 1 ]
+  ! grep -qE 'task_init\(\) failed|Failed to invoke spank' <<<"$output"
+  [ "$(grep -c '\^$' <<<"$output")" -eq 1 ]
+}

@@ -673,17 +673,30 @@ START_TEST(task_stale_variables_removed) {
 }
 END_TEST
 
+/* The plugin ends a refused task itself (slurmstepd would log two lines per
+ * task); here the exit is only counted. */
+static int task_exits, task_exit_status;
+void hcgp_test_task_exit(int status);
+void hcgp_test_task_exit(int status) {
+  task_exits++;
+  task_exit_status = status;
+}
+
 START_TEST(task_refusals) {
-  /* srun refused: every task fails, only rank 0 says so. */
+  /* srun refused: every task ends quietly, only rank 0 says why. */
+  task_exits = 0;
   remote_task("tp=3", 0);
   task_env_set(FWD, "hcg1:7.3:!");
   ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
   expect_log("srun refused the layout of this step");
+  ck_assert_int_eq(task_exits, 1);
+  ck_assert_int_eq(task_exit_status, 1);
   stop();
   remote_task("tp=3", 2);
   task_env_set(FWD, "hcg1:7.3:!");
   ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
   ck_assert_str_eq(host.log, "");
+  ck_assert_int_eq(task_exits, 2);
   stop();
 
   /* Nothing forwarded: srun lacks the plugin. */
