@@ -7,7 +7,7 @@
 #include "hcg.h"
 
 /* Exit statuses: 2 for a bad layout, 1 for every other failure. */
-enum { EXIT_BAD_LAYOUT = 2, EXIT_OTHER = 1 };
+enum { EXIT_BAD_LAYOUT = 2, EXIT_USAGE = 2, EXIT_OTHER = 1 };
 
 struct explain_opts {
   int rank; /* -1: every rank */

@@ -1,7 +1,8 @@
 /*
  * main.c - the hcg command: check, enumerate and explain layouts with no
- * cluster. Errors go to stderr; the exit status is 2 for a bad layout and 1
- * for any other failure (usage, unreadable file, unknown grid in a spec).
+ * cluster. Errors go to stderr; the exit status is 2 for bad input (a usage
+ * error or a bad layout) and 1 for any other failure (unreadable file,
+ * unknown grid in a spec).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,7 +19,7 @@ static const char usage_text[] =
     "       hcg explain [-n N] [--language NAME] LAYOUT [--rank R]\n"
     "                   [--format text|json]\n"
     "       hcg env     [-n N] [--language NAME] LAYOUT --rank R\n"
-    "       hcg --help | --version\n";
+    "       hcg help [COMMAND] | hcg COMMAND --help | hcg --version\n";
 
 static const char help_text[] =
     "\n"
@@ -52,9 +53,58 @@ static const char help_text[] =
     "  'vision:tp=4,dp=2; llm:tp=2,cp=2,pp=2,dp=*'\n"
     "  'vision@0:tp=2,dp=4; llm@0:tp=4,dp=2'\n"
     "\n"
-    "exit status: 0 success, 2 bad layout, 1 other failure. See hcg(1).\n";
+    "exit status: 0 success, 2 usage error or bad layout, 1 other failure.\n"
+    "See hcg(1) and hcg help COMMAND.\n";
+
+/* One command's help: `hcg help COMMAND` and `hcg COMMAND --help`. */
+static const struct {
+  const char *name, *text;
+} command_help[] = {
+    {"check",
+     "usage: hcg check [-n N] [--language NAME] LAYOUT\n"
+     "\n"
+     "Validates LAYOUT for N ranks and prints its canonical form (every\n"
+     "offset explicit, every '*' resolved). Exit status 2 and a message\n"
+     "with the column and a caret when the layout is refused.\n"},
+    {"enum",
+     "usage: hcg enum [-n N] [--language NAME] LAYOUT SPEC\n"
+     "\n"
+     "Prints the groups of SPEC as one JSON line, e.g. [[0,1],[2,3]].\n"
+     "SPEC is GRID[/VIEW]:DIM[,DIM...] (no dims: singletons); a one-grid\n"
+     "layout also takes DIM[,DIM...] alone.\n"},
+    {"explain",
+     "usage: hcg explain [-n N] [--language NAME] LAYOUT [--rank R]\n"
+     "                   [--format text|json]\n"
+     "\n"
+     "Explains the layout: grids, views, every rank's coordinates,\n"
+     "each grid's process groups, embedding groups, MIMO roles and\n"
+     "bridges. With --rank R, only what rank R belongs to.\n"},
+    {"env", "usage: hcg env [-n N] [--language NAME] LAYOUT --rank R\n"
+            "\n"
+            "Prints the HCG_* variables the plugin exports to task R.\n"},
+    {"help", "usage: hcg help [COMMAND]\n"
+             "\n"
+             "Prints the general help, or the help of COMMAND.\n"},
+};
+
+/* Prints the help of `name` (NULL: the general help); -1 when unknown. */
+static int print_help(const char *name) {
+  if (!name) {
+    fputs(usage_text, stdout);
+    fputs(help_text, stdout);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof command_help / sizeof *command_help; i++)
+    if (!strcmp(name, command_help[i].name)) {
+      fputs(command_help[i].text, stdout);
+      fputs("\noptions and LAYOUT: see hcg help\n", stdout);
+      return 0;
+    }
+  return -1;
+}
 
 enum command { CMD_CHECK, CMD_ENUM, CMD_EXPLAIN, CMD_ENV };
+static const char *const command_names[] = {"check", "enum", "explain", "env"};
 
 struct options {
   enum command cmd;
@@ -75,7 +125,7 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt,
   va_end(ap);
   fputs("\n", stderr);
   fputs(usage_text, stderr);
-  return EXIT_OTHER;
+  return EXIT_USAGE;
 }
 
 /* A decimal int in [min, INT_MAX], whole string. */
@@ -149,8 +199,7 @@ static int parse_args(int argc, char **argv, struct options *o) {
         return usage_error("--format is text or json, got '%s'", optarg);
       break;
     case 'h':
-      fputs(usage_text, stdout);
-      fputs(help_text, stdout);
+      print_help(o->cmd == (enum command) - 1 ? NULL : command_names[o->cmd]);
       exit(0);
     case 'V':
       printf("hcg %s\n", hcg_version());
@@ -203,7 +252,14 @@ int main(int argc, char **argv) {
   struct options o = {(enum command) - 1, 0, NULL, -1, 0, NULL, NULL};
   if (argc < 2) {
     fputs(usage_text, stderr);
-    return EXIT_OTHER;
+    return EXIT_USAGE;
+  }
+  if (!strcmp(argv[1], "help")) {
+    if (argc > 3)
+      return usage_error("%s", "help takes at most one COMMAND");
+    if (print_help(argc == 3 ? argv[2] : NULL))
+      return usage_error("no help for '%s': not a command", argv[2]);
+    return 0;
   }
   int rc = parse_args(argc, argv, &o);
   if (rc)

@@ -90,19 +90,29 @@ expect_enum() {
   [[ "$output" == *"the limit is 65536"* ]]
 }
 
-@test "other failures exit 1: usage, specs, files, ranks" {
+@test "usage errors exit 2, as a bad layout does" {
   run "$HCG"
-  [ "$status" -eq 1 ]
+  [ "$status" -eq 2 ]
   run "$HCG" frobnicate 'tp=2'
-  [ "$status" -eq 1 ]
+  [ "$status" -eq 2 ]
   [[ "$output" == *"unknown command 'frobnicate'"* ]]
   run "$HCG" check -n zero 'tp=2'
-  [ "$status" -eq 1 ]
+  [ "$status" -eq 2 ]
   [[ "$output" == *"-n wants a positive number of ranks, got 'zero'"* ]]
   run "$HCG" check -n 2
-  [ "$status" -eq 1 ]
+  [ "$status" -eq 2 ]
   run "$HCG" enum -n 2 'tp=2'
-  [ "$status" -eq 1 ]
+  [ "$status" -eq 2 ]
+  run "$HCG" explain -n 4 'tp=4' --format yaml
+  [ "$status" -eq 2 ]
+  run "$HCG" env -n 4 'tp=4'
+  [ "$status" -eq 2 ]
+  run "$HCG" help frobnicate
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"no help for 'frobnicate'"* ]]
+}
+
+@test "other failures exit 1: specs, files, ranks" {
   run "$HCG" enum -n 4 'tp=2,dp=2' ep
   [ "$status" -eq 1 ]
   [[ "$output" == *"grid 'world' has no dim 'ep' (its dims: tp, dp)"* ]]
@@ -115,10 +125,24 @@ expect_enum() {
   run "$HCG" explain -n 4 'tp=4' --rank 4
   [ "$status" -eq 1 ]
   [[ "$output" == *"rank 4 is outside the world of 4 ranks"* ]]
-  run "$HCG" explain -n 4 'tp=4' --format yaml
-  [ "$status" -eq 1 ]
-  run "$HCG" env -n 4 'tp=4'
-  [ "$status" -eq 1 ]
+}
+
+@test "hcg help [COMMAND] and hcg COMMAND --help" {
+  run "$HCG" help
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"usage: hcg check"* ]]
+  for c in check enum explain env; do
+    run "$HCG" help "$c"
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "usage: hcg $c "* ]]
+    help_out=$output
+    run "$HCG" "$c" --help
+    [ "$status" -eq 0 ]
+    [ "$output" = "$help_out" ]
+  done
+  run "$HCG" check 'tp=2' -h
+  [ "$status" -eq 0 ]
+  [[ "${lines[0]}" == "usage: hcg check "* ]]
 }
 
 @test "layout files: comments, lines, errors name the file and line" {
