@@ -211,3 +211,15 @@ expect_enum() {
     MANWIDTH=80 man -l "$HCG_SRCDIR/runtime/cli/hcg.1" 2>/dev/null | grep -q 'LAYOUT LANGUAGE'
   fi
 }
+
+@test "every layout file the README names exists and fits its task count" {
+  local n=0 line count path
+  while read -r line; do
+    count=$(grep -oE -- '-n +[0-9]+' <<<"$line" | grep -oE '[0-9]+')
+    path=$(grep -oE -- '--hcg-layout=@[^ ]+' <<<"$line" | cut -d@ -f2)
+    run "$HCG" check -n "$count" "@$HCG_SRCDIR/$path"
+    [ "$status" -eq 0 ] || { echo "$line: $output"; false; }
+    n=$((n + 1))
+  done < <(grep -E -- 'srun -n +[0-9]+ +--hcg-layout=@' "$HCG_SRCDIR/README.md")
+  [ "$n" -ge 1 ]
+}
