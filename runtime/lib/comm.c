@@ -234,6 +234,14 @@ int hcg_ctx_device(hcg_ctx *ctx, int *device, hcg_error *err) {
     cudaError_t ce = cudaGetDeviceCount(&count);
     if (ce != cudaSuccess || count <= 0) {
       (void)cudaGetLastError(); /* do not leave the error sticky */
+      /* Without a GPU driver the runtime says "CUDA driver version is
+       * insufficient", which reads like an upgrade hint; say what it means
+       * on a machine without GPUs first. */
+      if (ce == cudaErrorInsufficientDriver || ce == cudaErrorNoDevice)
+        return hcg__fail(err, HCG_ECUDA,
+                         "no CUDA device: no GPU / no driver on this node "
+                         "(or a driver older than the CUDA runtime): %s",
+                         cudaGetErrorString(ce));
       if (ce != cudaSuccess)
         return hcg__fail(err, HCG_ECUDA,
                          "no CUDA device: cudaGetDeviceCount failed: %s",
