@@ -14,15 +14,38 @@ enum { TEXT_GROUPS = 8, TEXT_MEMBERS = 16 };
 
 /* ---- shared helpers ---------------------------------------------------- */
 
+/* A group's members, compactly: runs of three or more with a constant
+ * positive stride become FIRST-LAST (stride 1) or FIRST-LAST:STRIDE, e.g.
+ * [0-7], [0-63:8], [0,1,8-15]. After `limit` items (0: no limit) the rest
+ * is counted, never cut with "...". */
 static void put_members(FILE *out, const hcg_layout *L, const hcg_group *g,
                         int limit) {
   fputc('[', out);
-  for (int i = 0; i < g->size; i++) {
-    if (limit && i == limit) {
-      fputs(",...", out);
+  int items = 0;
+  for (int i = 0; i < g->size; items++) {
+    if (limit && items == limit) {
+      fprintf(out, " +%d more", g->size - i);
       break;
     }
-    fprintf(out, i ? ",%d" : "%d", hcg_group_member(L, g, i));
+    int a = hcg_group_member(L, g, i), j = i, stride = 0;
+    if (i + 2 < g->size) {
+      stride = hcg_group_member(L, g, i + 1) - a;
+      while (stride > 0 && j + 1 < g->size &&
+             hcg_group_member(L, g, j + 1) - hcg_group_member(L, g, j) ==
+                 stride)
+        j++;
+    }
+    if (items)
+      fputc(',', out);
+    if (j - i >= 2) {
+      fprintf(out, "%d-%d", a, hcg_group_member(L, g, j));
+      if (stride != 1)
+        fprintf(out, ":%d", stride);
+      i = j + 1;
+    } else {
+      fprintf(out, "%d", a);
+      i++;
+    }
   }
   fputc(']', out);
 }
@@ -473,9 +496,10 @@ static void text_field(FILE *out, const hcg_layout *L, int g, int f, int rank) {
       fputc(',', out);
     put_members(out, L, &grp, TEXT_MEMBERS);
   }
-  fputs(n > TEXT_GROUPS ? ",...]" : "]", out);
+  fputc(']', out);
   if (n > TEXT_GROUPS)
-    fprintf(out, "  (%d groups of %d)", n, hcg_request_group_size(L, &req));
+    fprintf(out, " +%d more (%d groups of %d)", n - TEXT_GROUPS, n,
+            hcg_request_group_size(L, &req));
   fputc('\n', out);
 }
 
@@ -528,7 +552,9 @@ static void text_bridge(FILE *out, const hcg_layout *L, int src, int rank) {
           fprintf(out, i ? ",%d" : "%d", m[i]);
         fputc(']', out);
       }
-      fputs(ng > TEXT_GROUPS ? ",...]" : "]", out);
+      fputc(']', out);
+      if (ng > TEXT_GROUPS)
+        fprintf(out, " +%d more", ng - TEXT_GROUPS);
     }
   } else {
     fputs("\n    leaders (src -> dest):", out);
@@ -541,7 +567,7 @@ static void text_bridge(FILE *out, const hcg_layout *L, int src, int rank) {
       fputc(']', out);
     }
     if (b.src_lanes > TEXT_GROUPS)
-      fputs(" ...", out);
+      fprintf(out, " +%d more", b.src_lanes - TEXT_GROUPS);
   }
   free(m);
   fputc('\n', out);
@@ -586,7 +612,10 @@ static void text_embedding(FILE *out, const hcg_layout *L, int rank) {
       hcg_embedding_group_at(L, k, o, m, &n);
       fprintf(out, n == 2 ? "%s[%d,%d]" : "%s[%d]", o ? "," : "", m[0], m[1]);
     }
-    fputs(ng > TEXT_GROUPS ? ",...]\n" : "]\n", out);
+    fputc(']', out);
+    if (ng > TEXT_GROUPS)
+      fprintf(out, " +%d more", ng - TEXT_GROUPS);
+    fputc('\n', out);
   }
 }
 

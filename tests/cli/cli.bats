@@ -223,3 +223,15 @@ expect_enum() {
   done < <(grep -E -- 'srun -n +[0-9]+ +--hcg-layout=@' "$HCG_SRCDIR/README.md")
   [ "$n" -ge 1 ]
 }
+
+@test "explain prints groups compactly (runs and strides), never cut with ..." {
+  run "$HCG" explain -n 64 'tp=8,dp=*'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"[[0-7],[8-15],"* ]]
+  [[ "$output" == *"[[0-56:8],[1-57:8],"* ]]
+  [[ "$output" == *"[[0-63]]"* ]]
+  ! grep -qF '...' <<<"$output"
+  run "$HCG" explain -n 1024 'vision:tp=4,dp=*; llm@512:tp=2,pp=2,dp=*' --rank 700
+  [ "$status" -eq 0 ]
+  ! grep -qF '...' <<<"$output"
+}
