@@ -52,6 +52,9 @@ def check_collections(rank: int, world: int, layout: str) -> dict:
             if t.item() != sum(want):
                 bad.append("%s.%s: all_reduce %g, want %d" % (name, field, t.item(), sum(want)))
             checked += 1
+    if cols.modules_of_rank() != L.grids_of_rank(rank):
+        bad.append("modules_of_rank %s, want %s" % (cols.modules_of_rank(),
+                                                    L.grids_of_rank(rank)))
     # Aliases share one object; one object per key.
     objects = {}
     for pgs in cols.values():

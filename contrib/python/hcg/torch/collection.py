@@ -111,7 +111,8 @@ class MultiModuleCollection(Dict[str, ProcessGroups]):
 
     def modules_of_rank(self) -> List[str]:
         """The modules whose grid holds this rank."""
-        return [n for n, p in self.items() if p.ranks["tp"] is not None]
+        return [n for n, p in self.items()
+                if p.factory.layout.grid(n).contains(p.rank)]
 
     def to_megatron(self, cls: Optional[type] = None,
                     collection_cls: Optional[type] = None) -> Any:
