@@ -203,3 +203,11 @@ bridge_case() {
   [ "$status" -eq 0 ] || { show; false; }
   all_ok 1
 }
+
+@test "NCCL path of the bridge: a passthrough and a one-rank group, one rank" {
+  "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
+    skip "SKIP: no CUDA device"
+  torch_run 1 'vision@0:tp=1,dp=1; llm@0:tp=1,dp=1' nccl_bridge.py
+  [ "$status" -eq 0 ] || { show; false; }
+  all_ok 2
+}
