@@ -34,7 +34,12 @@ cluster_start "$src/build" > build/demo-cluster.log 2>&1 || {
 unset HCG_BUILD HCG_SRCDIR # the harness's own variables, not the tasks'
 cd "$CLUSTER_DIR/tmp"
 
-section() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold headings on a terminal only: no escape codes in a file or a pipe.
+if [ -t 1 ]; then
+  section() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+  section() { printf '\n== %s\n' "$*"; }
+fi
 show() { printf '$ %s\n' "$*"; }
 
 section "1. The layout, checked with no cluster"

@@ -10,6 +10,9 @@
 set -eu
 seconds=${1:-60}
 workers=${2:-1}
+# Inputs up to the parser's own hard limit (64 KiB), so the size checks at
+# the limit are fuzzed too.
+max_len=${HCG_FUZZ_MAX_LEN:-65536}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${HCG_FUZZ_DIR:-${TMPDIR:-/tmp}/hcg-fuzz}
 CC=${FUZZ_CC:-clang-14}
@@ -25,17 +28,17 @@ $CC $flags -o "$out/fuzz_layout" "$src/tests/fuzz/fuzz_layout.c" "$src"/runtime/
 
 cp -n "$src"/tests/fuzz/corpus/* "$out/corpus/" 2>/dev/null || true
 cd "$out"
-echo "run-fuzz: $seconds s, $workers worker(s), corpus $(find corpus -type f | wc -l) inputs"
+echo "run-fuzz: $seconds s, $workers worker(s), inputs up to $max_len bytes, corpus $(find corpus -type f | wc -l) inputs"
 status=0
 if [ "$workers" -gt 1 ]; then
   ./fuzz_layout -max_total_time="$seconds" -dict="$src/tests/fuzz/layout.dict" \
-    -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -jobs="$workers" -workers="$workers" corpus > fuzz.log 2>&1 || status=$?
   cat fuzz-*.log > fuzz.log.all 2>/dev/null || true
   log=fuzz.log.all
 else
   ./fuzz_layout -max_total_time="$seconds" -dict="$src/tests/fuzz/layout.dict" \
-    -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     corpus > fuzz.log 2>&1 || status=$?
   log=fuzz.log
 fi
