@@ -62,6 +62,14 @@ def timeout_of(timeout: Any) -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
 
 
+def group_timeout(timeout: Any) -> datetime.timedelta:
+    """The timeout of a group: the caller's, else init()'s, else
+    timeout_of(None)."""
+    if timeout is not None:
+        return timeout_of(timeout)
+    return STATE.timeout or timeout_of(None)
+
+
 class _State:
     """What init() learned, for the calls after it (one per process)."""
 

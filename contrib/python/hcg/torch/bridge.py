@@ -23,7 +23,7 @@ from ..env import TaskEnv
 from ..errors import HcgError, Status
 from ..layout import Bridge, Layout
 from . import groups as _groups
-from ._base import STATE, dist, timeout_of
+from ._base import STATE, dist, group_timeout
 
 _MAX_DIMS = 8  # of a tensor sent by the non-colocated bridge
 
@@ -67,8 +67,7 @@ class _BridgeBase:
         self.bridge: Bridge = self.layout.bridge(self.src, self.dest)
         self.kind = self.bridge.kind
         self.scale = self.bridge.scale
-        self._timeout = (timeout_of(timeout) if timeout is not None
-                         else STATE.timeout or timeout_of(None))
+        self._timeout = group_timeout(timeout)
 
     def _group(self, key: str, members: Sequence[int]) -> Any:
         spec = _groups.GroupSpec(key, tuple(members), STATE.backend,

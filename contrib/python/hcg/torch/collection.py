@@ -23,7 +23,7 @@ from ..env import TaskEnv, from_environ
 from ..errors import HcgError, Status
 from ..layout import EMBEDDINGS, FIELDS, GridRef, Layout, Spec
 from . import groups as _groups
-from ._base import STATE, dist, timeout_of
+from ._base import STATE, dist, group_timeout, timeout_of
 
 #: Attributes of a :class:`ProcessGroups`: the collection fields, then the
 #: embedding groups.
@@ -189,8 +189,7 @@ class GroupFactory:
         self._dist = dist()
         self.layout, self.rank, self._owned = _resolve(source, self._dist)
         self._backend = backend or STATE.backend
-        self._timeout = (timeout_of(timeout) if timeout is not None else
-                         STATE.timeout or timeout_of(None))
+        self._timeout = group_timeout(timeout)
         self._pg_options = pg_options
         self._options_fn = options_fn
         # key -> (process group, members)

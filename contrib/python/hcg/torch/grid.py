@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from ..errors import HcgError, Status
 from ..layout import Layout
 from . import groups as _groups
-from ._base import STATE, dist, timeout_of
+from ._base import STATE, dist, group_timeout
 
 _GRID = "grid"  # name of the grid inside the backing layout
 
@@ -205,12 +205,10 @@ class HyperCommGrid:
         pg = self._by_hcg_key.get(req.key)  # all-shared view: the base group
         if pg is None and self.layout.grid(_GRID).contains(self.rank):
             members = self.layout.group_of_rank(req, self.rank).members
-            timeout = kwargs.get("timeout")
             spec = _groups.GroupSpec(
                 req.key, tuple(members),
                 kwargs.get("backend") or self.backend or STATE.backend,
-                timeout_of(timeout) if timeout is not None
-                else STATE.timeout or timeout_of(None),
+                group_timeout(kwargs.get("timeout")),
                 kwargs.get("pg_options"))
             pg = _groups.build([spec], self.rank)[req.key]
             self._by_hcg_key[req.key] = pg

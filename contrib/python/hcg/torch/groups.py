@@ -90,6 +90,13 @@ def _generation(key: str) -> int:
         return n
 
 
+def _prefix(s: GroupSpec) -> str:
+    """The group's store prefix: the key names every group of an
+    enumeration, the first member tells this one from the others, and the
+    generation keeps a group made again from meeting its earlier life."""
+    return "hcg/%s/%d/%d/" % (s.key, s.members[0], _generation(s.key))
+
+
 def _missing(store: Any, members: Sequence[int]) -> List[int]:
     missing = []
     for i, m in enumerate(members):
@@ -144,7 +151,7 @@ def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, Any]:
 
 
 def _public(d: Any, s: GroupSpec, rank: int) -> Any:
-    prefix = "hcg/%s/%d/%d/" % (s.key, s.members[0], _generation(s.key))
+    prefix = _prefix(s)
     try:
         ps = d.PrefixStore(prefix, d.distributed_c10d._get_default_store())
         ps.add("hcg_in/%d" % s.members.index(rank), 1)
@@ -202,10 +209,7 @@ def _constructed(d: Any, order: Sequence[GroupSpec], rank: int) -> Dict[str, Any
             return devices[0]
 
     default_backend = str(d.get_backend())
-    # The key names every group of an enumeration; its first member tells
-    # this one from the others.
-    prefixes = {s.key: "hcg/%s/%d/%d/" % (s.key, s.members[0],
-                                          _generation(s.key)) for s in order}
+    prefixes = {s.key: _prefix(s) for s in order}
 
     def one(s: GroupSpec) -> Tuple[str, Any, Any]:
         backend = str(s.backend or default_backend)
