@@ -1,20 +1,27 @@
 #!/bin/bash
 # bench_srun.sh - what the hcg plugin adds to an srun: the wall time of
-# `srun -n 64 --overcommit true` with and without --hcg-layout on the
-# private test cluster (tests/cluster/cluster.sh). Prints figures; asserts
-# nothing.
+# `srun -n 64 --overcommit true` on the private test cluster in three
+# variants, interleaved round by round (the order rotates, so drift and
+# load hit all three alike):
+#   none    no plugin in plugstack.conf (neither srun nor slurmstepd loads it);
+#   loaded  the plugin loaded (`required`), --hcg-layout not given;
+#   used    the plugin loaded and --hcg-layout given: srun reads and checks
+#           the layout, slurmstepd sets every task's HCG_* variables.
+# Prints figures; asserts nothing.
 #
-#   bench/bench_srun.sh BUILD_DIR [RUNS] [TASKS]     (root; default 21, 64)
+#   bench/bench_srun.sh BUILD_DIR [ROUNDS] [TASKS]   (root; default 50, 64)
 #
-# Two settings, each alternating the two variants so that drift hits both:
+# Two settings, ROUNDS rounds of the three variants each:
 #   - standalone: each srun gets its own allocation (the cluster is idle
 #     before each run, so no run waits for the previous job's clean-up);
 #   - in one allocation: each srun is a step of one salloc allocation,
 #     which removes the scheduler's share of the time.
-# Both variants load the plugin (it is `required` in plugstack.conf); the
-# difference is the plugin's work for a step that uses it: reading and
-# checking the layout in srun, and setting every task's variables in
-# slurmstepd.
+# Reported: each variant's median with its 95% confidence interval, and
+# the median of the per-round ratios loaded/none, used/none and
+# used/loaded with theirs (order statistics, bench/cluster.bash): the
+# overhead is below 2% at 95% confidence when the ratio's upper bound is
+# below 1.02. The plugstack.conf is rewritten between runs, outside the
+# timed part (srun reads it at start, slurmstepd at every step start).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -29,68 +36,79 @@ ms() { # runs "$@", prints its wall time in microseconds
   echo $(((t1 - t0) / 1000))
 }
 
-# Prints RUNS lines "without with" (microseconds). WAIT=1: wait for an idle
-# cluster before each srun.
-pairs() { # RUNS TASKS LAYOUT WAIT
-  local runs=$1 tasks=$2 layout=$3 wait=$4 i a b
+# Installs the plugstack.conf of a variant: none, or the plugin's.
+use_plugstack() { # none|plugin DIR
+  cp -f "$2/plugstack.$1" "$CLUSTER_PLUGSTACK.tmp" &&
+    mv -f "$CLUSTER_PLUGSTACK.tmp" "$CLUSTER_PLUGSTACK"
+}
+
+# Prints ROUNDS lines "none loaded used" (microseconds). WAIT=1: wait for
+# an idle cluster before each srun.
+rounds() { # ROUNDS TASKS LAYOUT WAIT DIR
+  local rounds=$1 tasks=$2 layout=$3 wait=$4 dir=$5 i k v
+  local -a t
   local -a plain=(srun -n "$tasks" --overcommit true)
   local -a with=(srun -n "$tasks" --overcommit --hcg-layout="$layout" true)
+  use_plugstack plugin "$dir"
   for i in 1 2 3; do # warm up: page cache, daemons' first steps
     "${plain[@]}" >/dev/null 2>&1
     "${with[@]}" >/dev/null 2>&1
   done
-  for i in $(seq 1 "$runs"); do
-    if [ $((i % 2)) = 1 ]; then
+  for i in $(seq 1 "$rounds"); do
+    for k in 0 1 2; do
+      v=$(((i + k) % 3))
+      if [ "$v" = 0 ]; then use_plugstack none "$dir"; else use_plugstack plugin "$dir"; fi
       [ "$wait" = 1 ] && cluster_wait_idle 30
-      a=$(ms "${plain[@]}")
-      [ "$wait" = 1 ] && cluster_wait_idle 30
-      b=$(ms "${with[@]}")
-    else
-      [ "$wait" = 1 ] && cluster_wait_idle 30
-      b=$(ms "${with[@]}")
-      [ "$wait" = 1 ] && cluster_wait_idle 30
-      a=$(ms "${plain[@]}")
-    fi
-    echo "$a $b"
+      if [ "$v" = 2 ]; then t[v]=$(ms "${with[@]}"); else t[v]=$(ms "${plain[@]}"); fi
+    done
+    echo "${t[0]} ${t[1]} ${t[2]}"
   done
+  use_plugstack plugin "$dir"
 }
 
-if [ "${1:-}" = --pairs ]; then # inside salloc, see below
+if [ "${1:-}" = --rounds ]; then # inside salloc, see below
   shift
-  pairs "$@"
+  rounds "$@"
   exit 0
 fi
 
-build=${1:?usage: bench/bench_srun.sh BUILD_DIR [RUNS] [TASKS]}
-runs=${2:-21}
+build=${1:?usage: bench/bench_srun.sh BUILD_DIR [ROUNDS] [TASKS]}
+nrounds=${2:-50}
 tasks=${3:-64}
 layout=${HCG_BENCH_LAYOUT:-'vision:tp=4,dp=2; llm:tp=2,cp=2,dp=*,pp=2; llm/expert:expt_tp=1,ep=4,expt_dp=*,pp'}
 
-# shellcheck source=tests/cluster/cluster.sh
-source "$here/../tests/cluster/cluster.sh"
-trap 'cluster_stop' EXIT
-trap 'exit 130' INT TERM
-cluster_start "$build" || exit 1
+# shellcheck source=cluster.bash
+source "$here/cluster.bash"
+bench_start "$build" own
 cd "$CLUSTER_DIR/tmp" || exit 1
 "$HCG" check -n "$tasks" "$layout" >/dev/null || exit 1
+cp "$CLUSTER_PLUGSTACK" "$BENCH_TMP/plugstack.plugin"
+echo "# bench_srun: no plugin" >"$BENCH_TMP/plugstack.none"
+export CLUSTER_PLUGSTACK
 
-report() { # LABEL < pairs
-  awk -v label="$1" '
-    { a[NR] = $1; b[NR] = $2; r[NR] = $2 / $1 }
-    function median(x, n,   i, j, t) {
-      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-        if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
-      return x[int((n + 1) / 2)]
-    }
-    END {
-      n = NR; ma = median(a, n); mb = median(b, n); mr = median(r, n)
-      printf "%-20s without %7.1f ms   with %7.1f ms   ratio of medians %.3f   median ratio %.3f (%d runs)\n",
-        label, ma / 1000, mb / 1000, mb / ma, mr, n
-    }'
+ci() { bench_ci | awk '{printf "%7.1f [%.1f-%.1f]", $1, $2, $3}'; }
+rci() { bench_ci | awk '{printf "%.3f [%.3f-%.3f]", $1, $2, $3}'; }
+report() { # LABEL FILE
+  local f=$2
+  printf '%s (%d rounds)\n' "$1" "$(wc -l <"$f")"
+  printf '  ms:    none %s   loaded %s   used %s\n' \
+    "$(awk '{print $1 / 1000}' "$f" | ci)" "$(awk '{print $2 / 1000}' "$f" | ci)" \
+    "$(awk '{print $3 / 1000}' "$f" | ci)"
+  printf '  ratio: loaded/none %s   used/none %s   used/loaded %s\n' \
+    "$(awk '{print $2 / $1}' "$f" | rci)" "$(awk '{print $3 / $1}' "$f" | rci)" \
+    "$(awk '{print $3 / $2}' "$f" | rci)"
+  if [ -n "${HCG_BENCH_SUMMARY:-}" ]; then
+    printf 'srun -n %d %s: used/none\t%s\tgoal <= 1.02\n' "$tasks" "$1" \
+      "$(awk '{print $3 / $1}' "$f" | rci)" >>"$HCG_BENCH_SUMMARY"
+  fi
 }
 
-echo "srun -n $tasks --overcommit true, with and without --hcg-layout ($(nproc) CPUs, one node)"
+echo "srun -n $tasks --overcommit true: no plugin, plugin loaded, plugin used"
+echo "($(nproc) CPUs, one node, load $(cut -d' ' -f1-3 /proc/loadavg) at start)"
 echo "layout: $layout"
-pairs "$runs" "$tasks" "$layout" 1 | report standalone
-salloc -n "$tasks" --overcommit "$here/bench_srun.sh" --pairs "$runs" "$tasks" \
-  "$layout" 0 2>/dev/null | report "in one allocation"
+echo "medians [95% CI]"
+rounds "$nrounds" "$tasks" "$layout" 1 "$BENCH_TMP" >"$BENCH_TMP/standalone"
+report standalone "$BENCH_TMP/standalone"
+salloc -n "$tasks" --overcommit "$here/bench_srun.sh" --rounds "$nrounds" "$tasks" \
+  "$layout" 0 "$BENCH_TMP" 2>/dev/null >"$BENCH_TMP/alloc"
+report "in one allocation" "$BENCH_TMP/alloc"

@@ -17,28 +17,18 @@ BUILD=$(cd "${1:?usage: bench_torch.sh BUILD_DIR [RUNS] [TASKS...]}" && pwd)
 RUNS=${2:-3}
 shift $(($# < 2 ? $# : 2))
 COUNTS=${*:-8 16 32}
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LAYOUT='llm:tp=2,gtp_remat=1,cp=1,dp=*,pp=2; llm/expert:expt_tp=1,ep=2,expt_gtp_remat=1,expt_dp=*,pp'
 PY=/usr/bin/python3
 
-TMP=$(mktemp -d)
-chmod 755 "$TMP"
-OWN_CLUSTER=0
-cleanup() {
-  rm -rf "$TMP"
-  if [ "$OWN_CLUSTER" = 1 ]; then cluster_stop; fi
-}
-trap cleanup EXIT
-if [ -z "${SLURM_CONF:-}" ]; then
-  # shellcheck source=../tests/cluster/cluster.sh
-  source "$SRC/tests/cluster/cluster.sh"
-  cluster_start "$BUILD"
-  OWN_CLUSTER=1
-fi
+# shellcheck source=cluster.bash
+source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
+bench_start "$BUILD"
+TMP=$BENCH_TMP
+SRC=$BENCH_SRC
 unset HCG_BUILD HCG_SRCDIR
 export PYTHONPATH=$SRC/contrib/python HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.0
 
-median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+median() { bench_median; }
 
 echo "layout: $LAYOUT"
 echo "runs: $RUNS per task count and way; host: $(nproc) CPUs, --overcommit, gloo"
