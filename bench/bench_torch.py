@@ -6,11 +6,15 @@ groups, made by hcg.torch or the way Megatron-LM makes them.
 Both start from the same default group (hcg.torch.init, gloo) and a
 barrier. 'hcg': hcg.torch.new_collection() (every field of the language
 grid, its expert view and the embedding groups; each rank makes its own
-groups with their members). 'megatron': for each of the same group keys,
+groups with their members; keys holding the same ranks share one group).
+'hcg_per_key': the same with share_equal=False, one group per key as
+Megatron makes them. 'megatron': for each of the same group keys,
 every rank calls torch.distributed.new_group for every group of the key's
 enumeration, as new_subgroups_by_enumeration does (collective over the
 world). Rank 0 prints "time MODE SECONDS groups G calls C members M", the
-slowest rank's time and rank 0's counts.
+slowest rank's time and rank 0's counts (G: group keys holding rank 0; C:
+process groups made (hcg) or new_group calls (megatron); M: members of the
+process groups rank 0 made, what its connection work follows).
 """
 
 import sys
@@ -29,12 +33,15 @@ def main() -> int:
     L, rank = task.layout, task.rank
     dist.barrier()
     t0 = time.perf_counter()
-    if mode == "hcg":
-        pgs = ht.new_collection()
+    if mode in ("hcg", "hcg_per_key"):
+        pgs = ht.new_collection(share_equal=(mode == "hcg"))
         keys = {k for k, m in zip(pgs.keys.values(), pgs.ranks.values()) if m}
         groups = len(keys)
-        calls = groups
-        members = sum(len(pgs.factory.members(k)) for k in keys)
+        # Process groups made: fewer than keys where keys share their ranks.
+        made = {id(pgs[f]): len(pgs.ranks[f]) for f in ht.ATTRIBUTES
+                if pgs[f] is not None}
+        calls = len(made)
+        members = sum(made.values())
     else:
         grid = L.grid(L.language)
         enums = {}

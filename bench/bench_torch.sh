@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench_torch.sh - one rank's whole collection of torch process groups (a
 # 5-dim grid with an expert view, plus the embedding groups), made by
-# hcg.torch (members only) and the way Megatron-LM makes them (every rank
+# hcg.torch (members only; also one group per key) and the way Megatron-LM makes them (every rank
 # calls new_group for every group), side by side in one run, gloo on CPU, on
 # the private cluster with --overcommit. Prints figures; asserts nothing.
 #
@@ -32,12 +32,11 @@ median() { bench_median; }
 
 echo "layout: $LAYOUT"
 echo "runs: $RUNS per task count and way; host: $(nproc) CPUs, --overcommit, gloo"
-printf '%6s %10s %12s %10s %12s %10s %8s\n' tasks hcg_s hcg_members megatron_s mgt_calls groups ratio
+printf '%6s %9s %7s %10s %10s %10s %10s %7s %7s\n' tasks keys hcg_pgs hcg_s per_key_s megatron_s mgt_calls ratio ratio_pk
 for n in $COUNTS; do
-  : > "$TMP/hcg.$n"
-  : > "$TMP/megatron.$n"
+  for mode in hcg hcg_per_key megatron; do : > "$TMP/$mode.$n"; done
   for r in $(seq 1 "$RUNS"); do
-    for mode in hcg megatron; do
+    for mode in hcg hcg_per_key megatron; do
       timeout 900 srun -n "$n" --overcommit --mpi=pmix --hcg-layout="$LAYOUT" \
         "$PY" -B "$SRC/bench/bench_torch.py" "$mode" > "$TMP/out" 2> "$TMP/err" || {
         echo "srun -n $n ($mode) failed:" >&2
@@ -48,11 +47,15 @@ for n in $COUNTS; do
     done
   done
   h=$(awk '{print $3}' "$TMP/hcg.$n" | median)
+  k=$(awk '{print $3}' "$TMP/hcg_per_key.$n" | median)
   m=$(awk '{print $3}' "$TMP/megatron.$n" | median)
-  printf '%6d %10.3f %12s %10.3f %12s %10s %7.1fx\n' "$n" "$h" \
-    "$(awk 'NR == 1 {print $9}' "$TMP/hcg.$n")" "$m" \
-    "$(awk 'NR == 1 {print $7}' "$TMP/megatron.$n")" \
-    "$(awk 'NR == 1 {print $5}' "$TMP/hcg.$n")" "$(echo "$m $h" | awk '{print $1 / $2}')"
+  printf '%6d %9s %7s %10.3f %10.3f %10.3f %10s %6.1fx %6.1fx\n' "$n" \
+    "$(awk 'NR == 1 {print $5}' "$TMP/hcg.$n")" "$(awk 'NR == 1 {print $7}' "$TMP/hcg.$n")" \
+    "$h" "$k" "$m" "$(awk 'NR == 1 {print $7}' "$TMP/megatron.$n")" \
+    "$(echo "$m $h" | awk '{print $1 / $2}')" "$(echo "$m $k" | awk '{print $1 / $2}')"
 done
-echo "hcg_members: members of rank 0's groups (what its work follows);"
-echo "mgt_calls: new_group calls every rank makes the Megatron way"
+echo "keys: group keys holding rank 0; hcg_pgs: process groups rank 0 makes (keys"
+echo "holding the same ranks share one); per_key_s: hcg with share_equal=False (one"
+echo "group per key); mgt_calls: new_group calls every rank makes the Megatron way;"
+echo "ratio: megatron_s / hcg_s; ratio_pk: megatron_s / per_key_s. Each time is the"
+echo "median of RUNS runs, the runs of the three ways interleaved."

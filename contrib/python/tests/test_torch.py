@@ -103,18 +103,32 @@ def run_job(scenario: str, world: int, arg: str = "",
 class RealTorch(unittest.TestCase):
     """hcg.torch on real torch.distributed (gloo, CPU)."""
 
-    def check_layout(self, layout: str, world: int, groups: int) -> None:
-        results = run_job("collections", world, layout)
+    def check_layout(self, layout: str, world: int, groups: int,
+                     scenario: str = "collections") -> List[Dict]:
+        results = run_job(scenario, world, layout)
         for rank, res in enumerate(results):
             self.assertEqual(res["bad"], [], "rank %d" % rank)
             self.assertGreater(res["checked"], 0)
         self.assertEqual(max(r["groups"] for r in results), groups)
         for res in results:
-            self.assertEqual(res["objects"], res["groups"])
+            # One process group per set of ranks (share_equal), else per key.
+            self.assertEqual(res["objects"], res["rank_sets"]
+                             if scenario == "collections" else res["groups"])
+        return results
 
     def test_grid_with_expert_view(self):
         self.check_layout("llm:tp=2,cp=2,dp=*,pp=2; "
                           "llm/expert:expt_tp=1,ep=4,expt_dp=*,pp", 8, 17)
+
+    def test_size_one_dims_share_groups(self):
+        # cp=1 and gtp_remat=1: dp, dp-cp and dp-cp-gtp_remat hold the
+        # same ranks, and expt_dp equals dp. Shared by default, one per key
+        # with share_equal=False; both pass every check.
+        layout = ("llm:tp=2,gtp_remat=1,cp=1,dp=*,pp=2; "
+                  "llm/expert:expt_tp=1,ep=2,expt_gtp_remat=1,expt_dp=*,pp")
+        shared = self.check_layout(layout, 8, 20)
+        self.assertLess(max(r["objects"] for r in shared), 20)
+        self.check_layout(layout, 8, 20, "collections_per_key")
 
     def test_mimo_non_colocated(self):
         self.check_layout("vision:tp=2,dp=2; llm:tp=2,dp=1,pp=2", 8, 8)

@@ -17,13 +17,14 @@ import traceback
 import hcg
 
 
-def check_collections(rank: int, world: int, layout: str) -> dict:
+def check_collections(rank: int, world: int, layout: str,
+                      share_equal: bool = True) -> dict:
     import torch
     import torch.distributed as dist
     import hcg.torch as ht
 
     L = hcg.Layout(layout, world)
-    cols = ht.new_collections(L, timeout=60)
+    cols = ht.new_collections(L, timeout=60, share_equal=share_equal)
     bad, checked = [], 0
     for name, pgs in cols.items():
         inside = L.grid(name).contains(rank)
@@ -55,17 +56,27 @@ def check_collections(rank: int, world: int, layout: str) -> dict:
     if cols.modules_of_rank() != L.grids_of_rank(rank):
         bad.append("modules_of_rank %s, want %s" % (cols.modules_of_rank(),
                                                     L.grids_of_rank(rank)))
-    # Aliases share one object; one object per key.
-    objects = {}
+    # Aliases share one object; one object per key, and with share_equal
+    # one per set of ranks.
+    objects, by_ranks = {}, {}
     for pgs in cols.values():
         for field in ht.ATTRIBUTES:
             if pgs[field] is not None:
                 if objects.setdefault(pgs.keys[field], pgs[field]) is not pgs[field]:
                     bad.append("two objects for key %s" % pgs.keys[field])
+                by_ranks.setdefault(tuple(pgs.ranks[field]), set()).add(id(pgs[field]))
+    if share_equal and any(len(ids) > 1 for ids in by_ranks.values()):
+        bad.append("equal ranks in distinct objects: %s"
+                   % [r for r, ids in by_ranks.items() if len(ids) > 1])
     factory = next(iter(cols.values())).factory
     factory.destroy()
     return {"bad": bad, "checked": checked, "groups": len(objects),
-            "objects": len({id(g) for g in objects.values()})}
+            "objects": len({id(g) for g in objects.values()}),
+            "rank_sets": len(by_ranks)}
+
+
+def check_collections_per_key(rank: int, world: int, layout: str) -> dict:
+    return check_collections(rank, world, layout, share_equal=False)
 
 
 def check_grid(rank: int, world: int, _arg: str) -> dict:
@@ -155,7 +166,8 @@ def check_missing(rank: int, world: int, arg: str) -> dict:
         return {"error": "%s: %s" % (exc.name, exc.message)}
 
 
-SCENARIOS = {"collections": check_collections, "grid": check_grid,
+SCENARIOS = {"collections": check_collections,
+             "collections_per_key": check_collections_per_key, "grid": check_grid,
              "errors": check_errors, "missing": check_missing}
 
 

@@ -41,19 +41,21 @@ MAX_THREADS = 8
 class GroupSpec(NamedTuple):
     """One group to create: its key, its members (global ranks, ascending)
     and the keyword arguments of its creation (backend, timeout,
-    pg_options)."""
+    pg_options). ``tag`` names the group in the store (default: the key);
+    every member must give the same tag."""
 
     key: str
     members: Tuple[int, ...]
     backend: Optional[str]
     timeout: datetime.timedelta
     pg_options: Any = None
+    tag: Optional[str] = None
 
 
 _created_lock = threading.Lock()
-#: key -> how many times this process has created it: part of the store
+#: tag -> how many times this process has created it: part of the store
 #: prefix, so that a group made again after destroy_process_group does not
-#: read the addresses of its earlier life. Every member creates a key the
+#: read the addresses of its earlier life. Every member creates a tag the
 #: same number of times, so they agree on the prefix.
 _created: Dict[str, int] = {}
 
@@ -83,18 +85,20 @@ def _registry(c10d: Any) -> Tuple[Dict[Any, Any], Dict[Any, Any], Dict[Any, Any]
                        "groups cannot be made by their members alone") from None
 
 
-def _generation(key: str) -> int:
+def _generation(tag: str) -> int:
     with _created_lock:
-        n = _created.get(key, 0)
-        _created[key] = n + 1
+        n = _created.get(tag, 0)
+        _created[tag] = n + 1
         return n
 
 
 def _prefix(s: GroupSpec) -> str:
-    """The group's store prefix: the key names every group of an
-    enumeration, the first member tells this one from the others, and the
-    generation keeps a group made again from meeting its earlier life."""
-    return "hcg/%s/%d/%d/" % (s.key, s.members[0], _generation(s.key))
+    """The group's store prefix: the tag (the key, unless the caller named
+    the group otherwise) names every group of an enumeration, the first
+    member tells this one from the others, and the generation keeps a group
+    made again from meeting its earlier life."""
+    tag = s.tag or s.key
+    return "hcg/%s/%d/%d/" % (tag, s.members[0], _generation(tag))
 
 
 def _missing(store: Any, members: Sequence[int]) -> List[int]:
