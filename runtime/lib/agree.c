@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rt.h"
 
@@ -51,37 +50,35 @@ static int cmp_int(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Statuses of ranks[0..n-1] (distinct, ascending) into st; one get each,
- * all within timeout_s. A member whose status cannot be read counts as
- * failed: HCG_ETIMEOUT when the time ran out, else PMIx's answer. */
-static void read_statuses(hcg_ctx *ctx, const char *key, const int *ranks,
-                          int n, int *st) {
-  double deadline = now_s() + ctx->timeout_s;
-  for (int i = 0; i < n; i++) {
-    double left = deadline - now_s();
-    if (left < 1) {
-      st[i] = HCG_ETIMEOUT;
+/* Statuses of ranks[0..n-1] (distinct, ascending) into st: one get each,
+ * issued together, all within the context's timeout. A member whose status
+ * cannot be read counts as failed: HCG_ETIMEOUT when the time ran out,
+ * else HCG_EPMIX. Fails only for lack of memory. */
+static int read_statuses(hcg_ctx *ctx, const char *key, const int *ranks, int n,
+                         int *st, hcg_error *err) {
+  if (n == 0)
+    return HCG_OK;
+  struct hcgrt_get *g = calloc((size_t)n, sizeof *g);
+  unsigned char(*v)[4] = calloc((size_t)n, sizeof *v);
+  int rc = HCG_OK;
+  if (!g || !v) {
+    rc = hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
+    goto out;
+  }
+  for (int i = 0; i < n; i++)
+    g[i] = (struct hcgrt_get){ranks[i], key, v[i], "(agreement)"};
+  rc = hcgrt_pmix_get_each(ctx->pmix, g, n, sizeof *v, ctx->timeout_s, st, err);
+  for (int i = 0; i < n && !rc; i++) {
+    if (st[i])
       continue;
-    }
-    unsigned char v[4];
-    struct hcgrt_get g = {ranks[i], key, v, "(agreement)"};
-    hcg_error scratch = HCG_ERROR_INIT;
-    int rc =
-        hcgrt_pmix_get_all(ctx->pmix, &g, 1, sizeof v, (int)left, &scratch);
-    if (rc) {
-      st[i] = rc;
-      continue;
-    }
-    unsigned u = (unsigned)v[0] << 24 | (unsigned)v[1] << 16 |
-                 (unsigned)v[2] << 8 | v[3];
+    unsigned u = (unsigned)v[i][0] << 24 | (unsigned)v[i][1] << 16 |
+                 (unsigned)v[i][2] << 8 | v[i][3];
     st[i] = u < HCG_STATUS_COUNT ? (int)u : HCG_EINVAL;
   }
+out:
+  free(g);
+  free(v);
+  return rc;
 }
 
 int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
@@ -131,7 +128,8 @@ int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
     rc = hcg__fail(err, rc, "cannot derive the PMIx key of the agreement");
     goto out;
   }
-  read_statuses(ctx, key, all, m, st);
+  if ((rc = read_statuses(ctx, key, all, m, st, err)))
+    goto out;
 
   /* Per group: the members that failed, ascending. */
   for (int i = 0; i < plan->n; i++) {

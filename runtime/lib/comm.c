@@ -693,6 +693,10 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
     cr.skip[i] = cr.v1[i].status != HCG_OK;
   if (!cr.status)
     cr.status = hcgrt_exchange_fetch(ctx, &cr.plan, epoch, cr.skip, &cr.own);
+  else if ((rc = hcgrt_exchange_relay_fence(ctx, err)))
+    return finish(&cr, rc, err);
+  if (ctx->broken) /* the relay fence failed: the fences no longer pair */
+    return finish(&cr, cr.status, err);
   if (!cr.status && !hook.on) {
     cr.status = init_all(ctx, &cr.plan, cr.p, cr.skip, &cr.own);
     if (!cr.status)

@@ -94,6 +94,24 @@ static int read_tag(const char *tag, char *out, hcg_error *err) {
   return HCG_OK;
 }
 
+/* The fan-in bound of the exchange (exchange.c): HCG_FANIN, else the
+ * default. The same on every process of the job, as the number of fences
+ * depends on it. */
+static int read_fanin(const struct envsrc *env, int *out, hcg_error *err) {
+  *out = HCGRT_DEFAULT_FANIN;
+  const char *v = env_get(env, "HCG_FANIN");
+  if (!v)
+    return HCG_OK;
+  long long t;
+  if (hcgrt_parse_int(v, 2, HCG_MAX_WORLD, &t))
+    return hcg__fail(err, HCG_EENV,
+                     "HCG_FANIN='%.64s' is not a number of requests in "
+                     "[2, %d]",
+                     v, HCG_MAX_WORLD);
+  *out = (int)t;
+  return HCG_OK;
+}
+
 static int read_timeout(const struct envsrc *env, int cfg_timeout, int *out,
                         hcg_error *err) {
   if (cfg_timeout < 0 || cfg_timeout > HCG_MAX_TIMEOUT_S)
@@ -250,6 +268,8 @@ int hcg_ctx_init(const hcg_ctx_config *cfg, hcg_ctx **out, hcg_error *err) {
   }
   if (!rc)
     rc = read_timeout(&env, cfg->timeout_s, &ctx->timeout_s, err);
+  if (!rc)
+    rc = read_fanin(&env, &ctx->fanin, err);
   if (!rc) {
     long long local;
     const char *v = env_get(&env, "SLURM_LOCALID");

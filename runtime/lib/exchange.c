@@ -1,8 +1,18 @@
 /*
  * exchange.c - one PMIx exchange for a whole set of groups: leaders make
- * and publish ids, one commit, one fence, members fetch from their leaders.
- * The naive variant (one fence per group key) exists to be measured
- * against it.
+ * and publish ids, one commit, one fence, members fetch from their leaders
+ * (all of a rank's gets at once). The naive variant (one fence per group
+ * key) exists to be measured against it.
+ *
+ * Bounded fan-in: in a job of more than F processes (F = ctx->fanin,
+ * HCG_FANIN), a group of more than F members is cut into slices of F
+ * consecutive members; the first member of each slice but the first is a
+ * relay. After the fence, relays (and the first slice) fetch the id from
+ * the leader; relays publish it again; a second fence (taken by every
+ * process of the job, as the job's size alone decides it); then the other
+ * members fetch it from their slice's relay. A publisher thus answers at
+ * most F - 1 members plus ceil(size / F) - 1 relays per group, whatever
+ * the world size, instead of size - 1.
  */
 #include "config.h"
 
@@ -133,17 +143,55 @@ static int publish(hcg_ctx *ctx, struct hcgrt_item *it, long long epoch,
   return rc;
 }
 
-static int needs_get(const struct hcgrt_item *it, int rank) {
-  return it->member && it->leader != rank && it->group.size > 1;
+/* ---- relays -------------------------------------------------------------- */
+
+/* 1 when this job's exchanges take the relay fence: only its size decides,
+ * so that every process makes the same fences. */
+static int relayed(const hcg_ctx *ctx) { return ctx->world > ctx->fanin; }
+
+/* 1 when the group of a member item is cut into slices. */
+static int sliced(const hcg_ctx *ctx, const struct hcgrt_item *it) {
+  return relayed(ctx) && it->embedding < 0 && it->group.size > ctx->fanin;
 }
 
-/* Fetches the ids of items[from, to) this rank does not lead, but for
- * those with skip[i] set (skip may be NULL). */
+/* The rank this member fetches the id from at stage 1 (after the exchange's
+ * fence) or 2 (after the relay fence), or -1 when none at that stage.
+ * Stage 0: from the leader, without relays (the naive exchange). */
+static int source(const hcg_ctx *ctx, const struct hcgrt_item *it, int stage) {
+  if (!it->member || it->leader == ctx->rank || it->group.size < 2)
+    return -1;
+  if (stage == 0)
+    return it->leader;
+  if (!sliced(ctx, it))
+    return stage == 1 ? it->leader : -1;
+  int pos = it->group.index, first = pos - pos % ctx->fanin;
+  if (first == 0 || pos == first) /* the first slice, or a relay */
+    return stage == 1 ? it->leader : -1;
+  return stage == 2 ? hcg_group_member(ctx->layout, &it->group, first) : -1;
+}
+
+/* 1 when this rank relays the id of a member item. */
+static int relays(const hcg_ctx *ctx, const struct hcgrt_item *it) {
+  int pos = it->group.index;
+  return it->member && sliced(ctx, it) && pos > 0 && pos % ctx->fanin == 0;
+}
+
+/* The PMIx key of a relay's copy: the group key behind '@', which no group
+ * key holds. */
+static int relay_key(const hcg_ctx *ctx, long long epoch,
+                     const struct hcgrt_item *it, char *buf, size_t cap) {
+  char k[HCG_KEY_MAX + 2];
+  snprintf(k, sizeof k, "@%s", it->key);
+  return hcg_exchange_pmix_key(ctx->tag, epoch, k, buf, cap);
+}
+
+/* Fetches the ids of items[from, to) that this rank gets at `stage`, but
+ * for those with skip[i] set (skip may be NULL). */
 static int fetch(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
-                 long long epoch, const int *skip, hcg_error *err) {
+                 long long epoch, const int *skip, int stage, hcg_error *err) {
   int n = 0;
   for (int i = from; i < to; i++)
-    n += needs_get(&items[i], ctx->rank) && !(skip && skip[i]);
+    n += source(ctx, &items[i], stage) >= 0 && !(skip && skip[i]);
   if (!n)
     return HCG_OK;
   struct hcgrt_get *gets = calloc((size_t)n, sizeof *gets);
@@ -156,11 +204,13 @@ static int fetch(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
   int k = 0;
   for (int i = from; i < to && !rc; i++) {
     struct hcgrt_item *it = &items[i];
-    if (!needs_get(it, ctx->rank) || (skip && skip[i]))
+    int src = source(ctx, it, stage);
+    if (src < 0 || (skip && skip[i]))
       continue;
-    rc = hcg_exchange_pmix_key(ctx->tag, epoch, it->key, keys[k],
-                               sizeof keys[k]);
-    gets[k].rank = it->leader;
+    rc = stage < 2 ? hcg_exchange_pmix_key(ctx->tag, epoch, it->key, keys[k],
+                                           sizeof keys[k])
+                   : relay_key(ctx, epoch, it, keys[k], sizeof keys[k]);
+    gets[k].rank = src;
     gets[k].key = keys[k];
     gets[k].out = it->id;
     gets[k].group = it->key;
@@ -209,9 +259,47 @@ int hcgrt_exchange_publish(hcg_ctx *ctx, struct hcgrt_plan *plan,
   return HCG_OK;
 }
 
+/* Relays publish the ids they fetched at stage 1. */
+static int republish(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
+                     const int *skip, hcg_error *err) {
+  for (int i = 0; i < plan->n; i++) {
+    const struct hcgrt_item *it = &plan->items[i];
+    if (!relays(ctx, it) || (skip && skip[i]))
+      continue;
+    char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
+    int rc = relay_key(ctx, epoch, it, pkey, sizeof pkey);
+    if (rc)
+      return hcg__fail(err, rc, "cannot derive a PMIx key for group '%s'",
+                       it->key);
+    if ((rc = hcgrt_pmix_put(ctx->pmix, pkey, it->id, HCG_ID_BYTES, err)))
+      return rc;
+    ctx->stats.puts++;
+  }
+  return HCG_OK;
+}
+
+int hcgrt_exchange_relay_fence(hcg_ctx *ctx, hcg_error *err) {
+  if (!relayed(ctx))
+    return HCG_OK;
+  return hcgrt_exchange_fence(ctx, ctx->timeout_s, "the relay of group ids",
+                              err);
+}
+
 int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
                          const int *skip, hcg_error *err) {
-  return fetch(ctx, plan->items, 0, plan->n, epoch, skip, err);
+  int rc = fetch(ctx, plan->items, 0, plan->n, epoch, skip, 1, err);
+  if (!relayed(ctx))
+    return rc;
+  if (!rc)
+    rc = republish(ctx, plan, epoch, skip, err);
+  /* The relay fence, also after a failure: the others wait for it. */
+  hcg_error ferr = HCG_ERROR_INIT;
+  int frc = hcgrt_exchange_relay_fence(ctx, rc ? &ferr : err);
+  if (rc)
+    return rc;
+  if (frc)
+    return frc;
+  return fetch(ctx, plan->items, 0, plan->n, epoch, skip, 2, err);
 }
 
 int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
@@ -229,7 +317,7 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
           (rc = publish(ctx, &items[i], epoch, flags, err)))
         return rc;
       if ((rc = fence(ctx, err)) ||
-          (rc = fetch(ctx, items, i, i + 1, epoch, NULL, err)))
+          (rc = fetch(ctx, items, i, i + 1, epoch, NULL, 0, err)))
         return rc;
     }
     return HCG_OK;
@@ -238,7 +326,7 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
   if ((rc = hcgrt_exchange_publish(ctx, plan, epoch, flags, err)) ||
       (rc = fence(ctx, err)))
     return rc;
-  return fetch(ctx, items, 0, plan->n, epoch, NULL, err);
+  return hcgrt_exchange_fetch(ctx, plan, epoch, NULL, err);
 }
 
 int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,

@@ -68,14 +68,27 @@ int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
   return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
 }
 
+int hcgrt_pmix_get_each(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
+                        size_t len, int timeout_s, int *rcs, hcg_error *err) {
+  (void)px;
+  (void)gets;
+  (void)n;
+  (void)len;
+  (void)timeout_s;
+  (void)rcs;
+  return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
+}
+
 #else /* HCG_HAVE_PMIX */
 
 #include <errno.h>
 #include <strings.h> /* pmix_common.h uses strncasecmp */
 
+#include <fcntl.h>
 #include <pmix.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 _Static_assert(PMIX_MAX_KEYLEN == 511, "exchange.c assumes 511");
 
@@ -84,7 +97,28 @@ enum { GRACE_S = 2 };
 
 struct hcgrt_pmix {
   pmix_proc_t me;
+  char *debug_requests; /* HCG_DEBUG_REQUESTS, or NULL */
 };
+
+/* Appends one line per get to the HCG_DEBUG_REQUESTS file (tests count the
+ * requests per publisher from it). One write per line: with O_APPEND the
+ * lines of concurrent processes do not mix. Best effort. */
+static void log_requests(const struct hcgrt_pmix *px,
+                         const struct hcgrt_get *gets, int n) {
+  int fd =
+      open(px->debug_requests, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return;
+  for (int i = 0; i < n; i++) {
+    char line[HCG_KEY_MAX + 600];
+    int len = snprintf(line, sizeof line, "get %d %d %s\n", gets[i].rank,
+                       (int)px->me.rank, gets[i].key);
+    if (len > 0 && (size_t)len < sizeof line &&
+        write(fd, line, (size_t)len) != len)
+      break;
+  }
+  close(fd);
+}
 
 int hcgrt_pmix_present(void) { return getenv("PMIX_NAMESPACE") != NULL; }
 
@@ -169,6 +203,12 @@ int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
     return pmix_error(err, st, "PMIx_Get(PMIX_JOB_SIZE)");
   }
   PMIX_VALUE_RELEASE(v);
+  const char *dbg = getenv("HCG_DEBUG_REQUESTS");
+  if (dbg && *dbg && !(px->debug_requests = strdup(dbg))) {
+    PMIx_Finalize(NULL, 0);
+    free(px);
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for PMIx state");
+  }
   *out = px;
   return HCG_OK;
 }
@@ -177,6 +217,7 @@ void hcgrt_pmix_close(struct hcgrt_pmix *px) {
   if (!px)
     return;
   PMIx_Finalize(NULL, 0);
+  free(px->debug_requests);
   free(px);
 }
 
@@ -353,58 +394,141 @@ int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, const char *what,
   return HCG_OK;
 }
 
-/* Gets run one after another with blocking PMIx_Get, whose value the
- * caller owns and releases (PMIx 4.2's non-blocking get leaves the
- * ownership of its value unclear, and leaks it on some paths). After the
- * fence every leader has committed, so each get is a local lookup or one
- * direct-modex request per remote leader. The whole batch shares one
- * deadline: each get is given what remains of it. */
-int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
-                       size_t len, int timeout_s, hcg_error *err) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (int i = 0; i < n; i++) {
-    const struct hcgrt_get *g = &gets[i];
+/* A get's outcome: PMIx's status, or SIZE_BAD for a value of another
+ * size or type. */
+#define SIZE_BAD PMIX_ERR_TYPE_MISMATCH
+
+static int get_error(hcg_error *err, const struct hcgrt_get *g,
+                     pmix_status_t st, size_t len, int timeout_s) {
+  if (st == SIZE_BAD)
+    return hcg__fail(err, HCG_EPMIX,
+                     "the id of group '%s' from rank %d is not %zu bytes",
+                     g->group, g->rank, len);
+  if (st == PMIX_ERR_TIMEOUT)
+    return hcg__fail(err, HCG_ETIMEOUT,
+                     "the id of group '%s' from its leader, rank %d, did "
+                     "not arrive in %d s",
+                     g->group, g->rank, timeout_s);
+  if (st == PMIX_ERR_NOT_FOUND)
+    return hcg__fail(err, HCG_EPMIX,
+                     "rank %d, leader of group '%s', published no id for "
+                     "it (key '%s'): did every process pass the same "
+                     "groups and layout?",
+                     g->rank, g->group, g->key);
+  char what[HCG_KEY_MAX + 64];
+  snprintf(what, sizeof what, "PMIx_Get of the id of group '%s' from rank %d",
+           g->group, g->rank);
+  return pmix_error(err, st, what);
+}
+
+/* Threads that issue one batch's gets, at most. */
+enum { GET_THREADS = 8 };
+
+/* One thread's share of a batch: gets k, k + stride, ... */
+struct getshare {
+  struct hcgrt_pmix *px;
+  struct hcgrt_get *gets;
+  pmix_status_t *st;
+  int n, k, stride;
+  size_t len;
+  int timeout_s;
+  struct timespec t0;
+};
+
+/* Blocking PMIx_Get, whose value the caller owns and releases (PMIx 4.2's
+ * non-blocking get leaks the value it finds in the local data store, so
+ * the overlap comes from threads instead). The batch shares one deadline:
+ * each get is given what remains of it. */
+static void *get_share(void *arg) {
+  struct getshare *s = arg;
+  for (int i = s->k; i < s->n; i += s->stride) {
+    const struct hcgrt_get *g = &s->gets[i];
+    struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    int left = timeout_s - (int)(t.tv_sec - t0.tv_sec);
+    int left = s->timeout_s - (int)(t.tv_sec - s->t0.tv_sec);
     if (left < 1)
       left = 1;
     pmix_info_t info;
     load_int_info(&info, PMIX_TIMEOUT, left);
-    pmix_proc_t leader;
-    PMIX_PROC_LOAD(&leader, px->me.nspace, (pmix_rank_t)g->rank);
+    pmix_proc_t from;
+    PMIX_PROC_LOAD(&from, s->px->me.nspace, (pmix_rank_t)g->rank);
     pmix_value_t *v = NULL;
-    pmix_status_t st = PMIx_Get(&leader, g->key, &info, 1, &v);
+    pmix_status_t st = PMIx_Get(&from, g->key, &info, 1, &v);
     PMIX_INFO_DESTRUCT(&info);
-    int ok = st == PMIX_SUCCESS && v && v->type == PMIX_BYTE_OBJECT &&
-             v->data.bo.size == len;
-    if (ok)
-      memcpy(g->out, v->data.bo.bytes, len);
+    if (st == PMIX_SUCCESS &&
+        (!v || v->type != PMIX_BYTE_OBJECT || v->data.bo.size != s->len))
+      st = SIZE_BAD;
+    if (st == PMIX_SUCCESS)
+      memcpy(g->out, v->data.bo.bytes, s->len);
     if (v)
       PMIX_VALUE_RELEASE(v);
-    if (ok)
-      continue;
-    if (st == PMIX_SUCCESS)
-      return hcg__fail(err, HCG_EPMIX,
-                       "the id of group '%s' from rank %d is not %zu bytes",
-                       g->group, g->rank, len);
-    if (st == PMIX_ERR_TIMEOUT)
-      return hcg__fail(err, HCG_ETIMEOUT,
-                       "the id of group '%s' from its leader, rank %d, did "
-                       "not arrive in %d s",
-                       g->group, g->rank, timeout_s);
-    if (st == PMIX_ERR_NOT_FOUND)
-      return hcg__fail(err, HCG_EPMIX,
-                       "rank %d, leader of group '%s', published no id for "
-                       "it (key '%s'): did every process pass the same "
-                       "groups and layout?",
-                       g->rank, g->group, g->key);
-    char what[HCG_KEY_MAX + 64];
-    snprintf(what, sizeof what, "PMIx_Get of the id of group '%s' from rank %d",
-             g->group, g->rank);
-    return pmix_error(err, st, what);
+    s->st[i] = st;
   }
+  return NULL;
+}
+
+/* The gets of a batch are issued together, from up to GET_THREADS
+ * threads, and awaited together: a batch costs about one round trip to
+ * the PMIx server instead of one per get. After the fence every publisher
+ * has committed, so each get is a local lookup or one direct-modex
+ * request per remote publisher. st[i] receives each outcome. Fails only
+ * for lack of memory. */
+static int get_batch(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
+                     size_t len, int timeout_s, pmix_status_t *st,
+                     hcg_error *err) {
+  int nt = n < GET_THREADS ? n : GET_THREADS;
+  struct getshare share[GET_THREADS];
+  pthread_t tid[GET_THREADS];
+  int started[GET_THREADS] = {0};
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (px->debug_requests)
+    log_requests(px, gets, n);
+  for (int k = 0; k < nt; k++) {
+    share[k] = (struct getshare){px, gets, st, n, k, nt, len, timeout_s, t0};
+    /* The first share runs here; a thread that cannot start runs here. */
+    started[k] = k > 0 && !pthread_create(&tid[k], NULL, get_share, &share[k]);
+  }
+  for (int k = 0; k < nt; k++)
+    if (!started[k])
+      get_share(&share[k]);
+  for (int k = 0; k < nt; k++)
+    if (started[k])
+      pthread_join(tid[k], NULL);
+  (void)err;
   return HCG_OK;
+}
+
+int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
+                       size_t len, int timeout_s, hcg_error *err) {
+  if (n <= 0)
+    return HCG_OK;
+  pmix_status_t *st = malloc((size_t)n * sizeof *st);
+  if (!st)
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for %d PMIx gets", n);
+  int rc = get_batch(px, gets, n, len, timeout_s, st, err);
+  /* The first failure in the caller's order names the error. */
+  for (int i = 0; i < n && !rc; i++)
+    if (st[i] != PMIX_SUCCESS)
+      rc = get_error(err, &gets[i], st[i], len, timeout_s);
+  free(st);
+  return rc;
+}
+
+int hcgrt_pmix_get_each(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
+                        size_t len, int timeout_s, int *rcs, hcg_error *err) {
+  if (n <= 0)
+    return HCG_OK;
+  pmix_status_t *st = malloc((size_t)n * sizeof *st);
+  if (!st)
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for %d PMIx gets", n);
+  int rc = get_batch(px, gets, n, len, timeout_s, st, err);
+  for (int i = 0; i < n && !rc; i++)
+    rcs[i] = st[i] == PMIX_SUCCESS       ? HCG_OK
+             : st[i] == PMIX_ERR_TIMEOUT ? HCG_ETIMEOUT
+                                         : HCG_EPMIX;
+  free(st);
+  return rc;
 }
 
 #endif /* HCG_HAVE_PMIX */

@@ -53,6 +53,13 @@ struct hcgrt_get {
 };
 int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
                        size_t len, int timeout_s, hcg_error *err);
+/* HCG_DEBUG_REQUESTS=FILE (read at hcgrt_pmix_open): every get appends
+ * "get PUBLISHER BY_RANK KEY" to FILE, so that a test can count the
+ * requests each publisher answers. */
+/* The same, each outcome into rcs[i] (HCG_OK, HCG_ETIMEOUT or HCG_EPMIX)
+ * instead of an error: fails only for lack of memory. */
+int hcgrt_pmix_get_each(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
+                        size_t len, int timeout_s, int *rcs, hcg_error *err);
 
 /* ---- contexts (ctx.c) -------------------------------------------------- */
 
@@ -61,11 +68,17 @@ struct hcgrt_comm_list {
   int n, cap;
 };
 
+/* Requests one publisher answers per group and exchange, at most (beyond
+ * it a group's members fetch its id from relays: exchange.c). Chosen from
+ * bench_exchange's cost per get: doc/scaling.md. */
+#define HCGRT_DEFAULT_FANIN 512
+
 struct hcg_ctx {
   hcg_layout *layout;
   int rank;
   int world;
   int timeout_s;
+  int fanin;      /* HCG_FANIN, or HCGRT_DEFAULT_FANIN         */
   int device;     /* chosen CUDA device, -1 until chosen       */
   int device_cfg; /* hcg_ctx_config.device                     */
   int local_rank; /* SLURM_LOCALID, or -1                      */
@@ -148,7 +161,11 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
  *  - begin: counts the exchange and returns its epoch (PMIx key space);
  *  - publish: the ids of the groups this rank leads;
  *  - fence: commit and one fence (a failure marks the context broken);
- *  - fetch: the ids of the groups it does not lead (but skip[i]). */
+ *  - fetch: the ids of the groups it does not lead (but skip[i]); in a job
+ *    larger than ctx->fanin it also relays and takes the relay fence,
+ *    also when it fails;
+ *  - relay_fence: the relay fence alone, for a rank that does not fetch
+ *    (a no-op where the job takes none). */
 int hcgrt_exchange_usable(hcg_ctx *ctx, hcg_error *err);
 long long hcgrt_exchange_begin(hcg_ctx *ctx);
 int hcgrt_exchange_publish(hcg_ctx *ctx, struct hcgrt_plan *plan,
@@ -157,6 +174,7 @@ int hcgrt_exchange_fence(hcg_ctx *ctx, int timeout_s, const char *what,
                          hcg_error *err);
 int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
                          const int *skip, hcg_error *err);
+int hcgrt_exchange_relay_fence(hcg_ctx *ctx, hcg_error *err);
 /* 128 random bytes (getrandom). */
 int hcgrt_random_id(unsigned char *id, hcg_error *err);
 /* 64-bit FNV-1a of a byte string, with a seed mixed in. */

@@ -116,6 +116,41 @@ MOE_SMALL='llm:tp=2,dp=*; llm/expert:expt_tp=1,ep=2,expt_dp=*'
   fi
 }
 
+# requests_per_publisher FILE: "MAX_PER_GROUP MAX_PER_PUBLISHER" from the
+# HCG_DEBUG_REQUESTS log of one exchange ("get PUBLISHER BY KEY" lines):
+# the most requests one publisher answered for one group key, and in all.
+requests_per_publisher() {
+  awk '$1 == "get" {k[$2 " " $4]++; p[$2]++}
+    END {for (x in k) if (k[x] > mk) mk = k[x]; for (x in p) if (p[x] > mp) mp = p[x]
+         print mk + 0, mp + 0}' "$1"
+}
+
+@test "bounded fan-in: requests per publisher, counted, stay under a bound the world size does not change (HCG_FANIN=6)" {
+  # Without relays the leader of the whole-grid group answers every other
+  # member: 31 requests at 32 tasks. With HCG_FANIN=6 a publisher answers
+  # at most 5 members of its slice and ceil(size/6) - 1 <= 5 relays per
+  # group (size <= 36), at 16 and at 32 tasks alike; the exchange then
+  # takes the relay fence too.
+  local n counts
+  HCG_DEBUG_REQUESTS=$OUT/req.none hello 32 "$MOE_SMALL" --random-ids --no-comm --quiet
+  [ "$status" -eq 0 ] || { show; false; }
+  counts=$(requests_per_publisher "$OUT/req.none")
+  echo "32 tasks, no relays: $counts" >&3
+  [ "${counts% *}" -eq 31 ]
+  [ "$(fence_counts)" = 1 ]
+  for n in 16 32; do
+    HCG_FANIN=6 HCG_DEBUG_REQUESTS=$OUT/req.$n hello "$n" "$MOE_SMALL" --random-ids --no-comm
+    [ "$status" -eq 0 ] || { show; false; }
+    check_groups "$n" "$MOE_SMALL"
+    [ "$(fence_counts)" = 2 ]
+    counts=$(requests_per_publisher "$OUT/req.$n")
+    echo "$n tasks, HCG_FANIN=6: $counts" >&3
+    [ "${counts% *}" -le 10 ]
+    # In all, for the groups it leads or relays (of its own groups).
+    [ "${counts#* }" -le $((10 * $(groups_of_rank 0))) ]
+  done
+}
+
 @test "under valgrind: no leak or memory error in libhcg, also on the timeout path" {
   command -v valgrind >/dev/null || skip "valgrind is not installed"
   local vg=$BATS_TEST_TMPDIR/vg.sh
