@@ -17,4 +17,13 @@ struct explain_opts {
 int hcg_cli_explain(FILE *out, const hcg_layout *L,
                     const struct explain_opts *opts);
 
+/* The printers of a description (describe.h); r is scratch space for one
+ * rank at a time. */
+struct desc;
+struct desc_rank;
+int explain_text(FILE *out, const struct desc *d,
+                 const struct explain_opts *opts, struct desc_rank *r);
+int explain_json(FILE *out, const struct desc *d,
+                 const struct explain_opts *opts, struct desc_rank *r);
+
 #endif

@@ -1,0 +1,297 @@
+/*
+ * describe.c - builds the description of a layout that `hcg explain`
+ * prints (describe.h). Every fact comes from the core, through the same
+ * functions the plugin and libhcg use; nothing here prints.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "describe.h"
+
+/* A rank's bridge group is listed up to this many members; past it only
+ * its size is given, so that --rank stays bounded (a gather group has
+ * `scale` members, the ratio of two dp sizes). */
+enum { BRIDGE_LIST_MAX = 1 << 16 };
+
+/* ---- sets of ranks ------------------------------------------------------ */
+
+static void ranks_init(struct desc_ranks *s, int first) {
+  memset(s, 0, sizeof *s);
+  s->first = first;
+  s->size = 1;
+  s->listed = 1;
+}
+
+/* Adds the term {0, stride, ..., (count-1)*stride}; strides must come in
+ * ascending order. A term that continues the last one extends it. */
+static void ranks_add(struct desc_ranks *s, int count, int stride) {
+  if (count <= 1)
+    return;
+  s->size *= count;
+  struct desc_term *t = s->nterms ? &s->term[s->nterms - 1] : NULL;
+  if (t && (long long)t->count * t->stride == stride) {
+    t->count *= count;
+    return;
+  }
+  s->term[s->nterms].count = count;
+  s->term[s->nterms].stride = stride;
+  s->nterms++;
+}
+
+int desc_member(const struct desc_ranks *s, int i) {
+  int rank = s->first;
+  for (int k = 0; k < s->nterms && i; k++) {
+    rank += (i % s->term[k].count) * s->term[k].stride;
+    i /= s->term[k].count;
+  }
+  return rank;
+}
+
+/* The first term gives blocks of equally spaced members, and the next term
+ * never continues that spacing (else they would be one term): a block of
+ * three or more is one run, and a block of two is two single members. */
+long long desc_num_runs(const struct desc_ranks *s) {
+  if (!s->nterms || s->term[0].count < 3)
+    return s->size;
+  return s->size / s->term[0].count;
+}
+
+/* An ascending list from the core as a set: one term when it is equally
+ * spaced (as a bridge's gather group is), else not listed. */
+static void ranks_from_list(struct desc_ranks *s, const int *m, int n) {
+  ranks_init(s, n ? m[0] : 0);
+  if (n < 2) {
+    s->size = n;
+    s->listed = n == 1;
+    return;
+  }
+  int stride = m[1] - m[0];
+  for (int i = 2; i < n; i++)
+    if (m[i] - m[i - 1] != stride) {
+      s->size = n;
+      s->listed = 0;
+      return;
+    }
+  ranks_add(s, n, stride);
+}
+
+/* ---- the layout ---------------------------------------------------------- */
+
+static void describe_view(const hcg_layout *L, int g, int v,
+                          struct desc_view *out) {
+  out->name = hcg_view_name(L, g, v);
+  out->ndims = hcg_view_num_dims(L, g, v);
+  for (int k = 0; k < out->ndims; k++) {
+    struct desc_dim *dim = &out->dim[k];
+    dim->name = hcg_dim_name(L, g, v, k);
+    dim->size = hcg_dim_size(L, g, v, k);
+    dim->stride = hcg_dim_stride(L, g, v, k);
+    dim->shared = hcg_dim_shared(L, g, v, k);
+  }
+}
+
+static void describe_field(const hcg_layout *L, int g, int f,
+                           struct desc_field *out) {
+  out->name = hcg_field_name(f);
+  out->provided = hcg_collection_request(L, g, f, &out->req) == HCG_OK;
+  if (!out->provided)
+    return;
+  hcg_request_key(L, &out->req, out->key, sizeof out->key);
+  int alias = hcg_field_alias(f);
+  out->same_as = alias >= 0 ? hcg_field_name(alias) : NULL;
+  out->size = hcg_request_group_size(L, &out->req);
+  out->ngroups = hcg_request_num_groups(L, &out->req);
+}
+
+static void describe_bridge(const hcg_layout *L, int src,
+                            struct desc_bridge *out) {
+  hcg_error err = HCG_ERROR_INIT;
+  out->src = src;
+  out->dest = hcg_layout_language(L);
+  out->src_name = hcg_grid_name(L, src);
+  out->dest_name = hcg_grid_name(L, out->dest);
+  out->ok = hcg_bridge_make(L, src, out->dest, &out->b, &err) == HCG_OK;
+  if (!out->ok) {
+    snprintf(out->error, sizeof out->error, "%s", err.message);
+    return;
+  }
+  out->colocated = out->b.colocated;
+  out->scale = out->b.scale;
+  out->kind = hcg_bridge_kind_name(out->b.kind);
+  out->fan_in = out->b.kind == HCG_BRIDGE_FAN_IN;
+  out->fan_out = out->b.kind == HCG_BRIDGE_FAN_OUT;
+  out->dest_cp = out->b.dest_cp;
+  out->ngroups = out->colocated ? hcg_bridge_num_groups(L, &out->b) : 0;
+  out->src_lanes = out->colocated ? 0 : out->b.src_lanes;
+}
+
+struct desc *describe_layout(const hcg_layout *L) {
+  struct desc *d = calloc(1, sizeof *d);
+  if (!d)
+    return NULL;
+  d->layout = L;
+  d->version = HCG_ENV_VERSION;
+  d->text = hcg_layout_text(L);
+  d->mode = hcg_mode_name(hcg_layout_mode(L));
+  d->world = hcg_layout_world_size(L);
+  d->ngrids = hcg_layout_num_grids(L);
+  d->language = hcg_layout_language(L);
+  for (int g = 0; g < d->ngrids; g++) {
+    struct desc_grid *grid = &d->grid[g];
+    grid->name = hcg_grid_name(L, g);
+    grid->offset = hcg_grid_offset(L, g);
+    grid->size = hcg_grid_size(L, g);
+    grid->language = g == d->language;
+    grid->nviews = hcg_grid_num_views(L, g);
+    for (int v = 0; v < grid->nviews; v++)
+      describe_view(L, g, v, &grid->view[v]);
+    for (int f = 0; f < HCG_FIELD_COUNT; f++)
+      describe_field(L, g, f, &grid->field[f]);
+  }
+  /* Bridges go from every other grid to the language grid. */
+  for (int g = 0; g < d->ngrids; g++)
+    if (g != d->language)
+      describe_bridge(L, g, &d->bridge[d->nbridges++]);
+  d->nembedding = hcg_embedding_num_groups(L);
+  return d;
+}
+
+void describe_free(struct desc *d) { free(d); }
+
+/* ---- what grows with the world ------------------------------------------- */
+
+/* A group of the core as a set: the dims of its request, in view order
+ * (ascending strides). */
+static void ranks_of_group(const struct desc *d, const hcg_group *grp,
+                           struct desc_ranks *out) {
+  const struct desc_view *v = &d->grid[grp->req.grid].view[grp->req.view];
+  ranks_init(out, grp->first);
+  for (int k = 0; k < v->ndims; k++)
+    if (grp->req.dims & (1u << k))
+      ranks_add(out, v->dim[k].size, v->dim[k].stride);
+}
+
+void describe_group_at(const struct desc *d, int g, int f, int ordinal,
+                       struct desc_ranks *out) {
+  hcg_group grp;
+  hcg_group_at(d->layout, &d->grid[g].field[f].req, ordinal, &grp);
+  ranks_of_group(d, &grp, out);
+}
+
+void describe_embedding_at(const struct desc *d, int kind, int ordinal,
+                           int members[2], int *n) {
+  *n = 0;
+  hcg_embedding_group_at(d->layout, kind, ordinal, members, n);
+}
+
+/* A gather group from the core, listed when it is at most `cap` long. */
+static int bridge_group(const struct desc *d, const struct desc_bridge *b,
+                        int ordinal, int rank, int cap,
+                        struct desc_ranks *out) {
+  ranks_init(out, 0);
+  out->size = b->scale;
+  out->listed = 0;
+  if (b->scale > cap)
+    return HCG_OK;
+  int *m = malloc(sizeof *m * (size_t)b->scale), n = 0, rc;
+  if (!m)
+    return HCG_ENOMEM;
+  if (rank < 0)
+    rc = hcg_bridge_group_at(d->layout, &b->b, ordinal, m, b->scale, &n);
+  else
+    rc = hcg_bridge_group_of_rank(d->layout, &b->b, rank, m, b->scale, &n);
+  if (rc == HCG_OK)
+    ranks_from_list(out, m, n);
+  free(m);
+  return rc;
+}
+
+void describe_bridge_group_at(const struct desc *d, int k, int ordinal,
+                              struct desc_ranks *out) {
+  bridge_group(d, &d->bridge[k], ordinal, -1, d->bridge[k].scale, out);
+}
+
+int describe_bridge_src_leader(const struct desc *d, int k, int lane) {
+  return hcg_bridge_leader(d->layout, &d->bridge[k].b, 0, lane);
+}
+
+void describe_bridge_targets(const struct desc *d, int k, int lane, int *first,
+                             int *count) {
+  *first = *count = 0;
+  hcg_bridge_targets(d->layout, &d->bridge[k].b, lane, first, count);
+}
+
+int describe_bridge_dest_leader(const struct desc *d, int k, int lane) {
+  return hcg_bridge_leader(d->layout, &d->bridge[k].b, 1, lane);
+}
+
+/* ---- one rank ------------------------------------------------------------ */
+
+static void rank_groups(const struct desc *d, int g, int rank,
+                        struct desc_rank_grid *out) {
+  for (int f = 0; f < HCG_FIELD_COUNT; f++) {
+    const struct desc_field *field = &d->grid[g].field[f];
+    struct desc_rank_group *rg = &out->group[f];
+    hcg_group grp;
+    rg->provided = field->provided && hcg_group_of_rank(d->layout, &field->req,
+                                                        rank, &grp) == HCG_OK;
+    if (!rg->provided)
+      continue;
+    ranks_of_group(d, &grp, &rg->ranks);
+    rg->index = grp.index;
+  }
+}
+
+static void rank_embedding_and_bridges(const struct desc *d, int rank,
+                                       struct desc_rank *out) {
+  const hcg_layout *L = d->layout;
+  out->in_language = out->grid[d->language].member;
+  for (int k = 0; out->in_language && k < DESC_EMBEDDINGS; k++)
+    out->embedding_ok[k] =
+        hcg_embedding_group_of_rank(L, k, rank, out->embedding[k],
+                                    &out->embedding_n[k]) == HCG_OK;
+  for (int k = 0; k < d->nbridges; k++) {
+    const struct desc_bridge *b = &d->bridge[k];
+    out->bridge_shown[k] = out->grid[b->src].member || out->in_language;
+    if (b->ok && b->colocated)
+      out->bridge_ok[k] = bridge_group(d, b, -1, rank, BRIDGE_LIST_MAX,
+                                       &out->bridge_group[k]) == HCG_OK;
+  }
+}
+
+void describe_rank(const struct desc *d, int rank, int what,
+                   struct desc_rank *out) {
+  const hcg_layout *L = d->layout;
+  memset(out, 0, sizeof *out);
+  out->rank = rank;
+  for (int g = 0; g < d->ngrids; g++) {
+    struct desc_rank_grid *rg = &out->grid[g];
+    rg->member = hcg_grid_contains(L, g, rank);
+    if (!rg->member)
+      continue;
+    for (int v = 0; v < d->grid[g].nviews; v++)
+      hcg_rank_coords(L, g, v, rank, rg->coords[v], HCG_MAX_DIMS);
+    hcg_rank_stage(L, g, rank, &rg->first_stage, &rg->last_stage);
+    if (what == DESC_GROUPS)
+      rank_groups(d, g, rank, rg);
+  }
+  if (what == DESC_GROUPS)
+    rank_embedding_and_bridges(d, rank, out);
+}
+
+struct env_walk {
+  desc_env_fn fn;
+  void *arg;
+};
+
+static int env_one(void *arg, const char *name, const char *value) {
+  struct env_walk *w = arg;
+  w->fn(w->arg, name, value, hcg_env_scope(name));
+  return 0;
+}
+
+void describe_env(const struct desc *d, int rank, desc_env_fn fn, void *arg) {
+  struct env_walk w = {fn, arg};
+  hcg_rank_env(d->layout, rank, env_one, &w);
+}
