@@ -12,6 +12,7 @@ enum { EXIT_BAD_LAYOUT = 2, EXIT_USAGE = 2, EXIT_OTHER = 1 };
 struct explain_opts {
   int rank; /* -1: every rank */
   int json; /* 1: --format json */
+  int full; /* 1: --full, text lists every rank and group */
 };
 
 int hcg_cli_explain(FILE *out, const hcg_layout *L,

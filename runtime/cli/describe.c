@@ -9,9 +9,9 @@
 
 #include "describe.h"
 
-/* A rank's bridge group is listed up to this many members; past it only
- * its size is given, so that --rank stays bounded (a gather group has
- * `scale` members, the ratio of two dp sizes). */
+/* A bridge's gather group (`scale` members, the ratio of two dp sizes) is
+ * listed up to this many members; past it only its size is given, so that
+ * explain stays bounded whatever the world. */
 enum { BRIDGE_LIST_MAX = 1 << 16 };
 
 /* ---- sets of ranks ------------------------------------------------------ */
@@ -209,7 +209,7 @@ static int bridge_group(const struct desc *d, const struct desc_bridge *b,
 
 void describe_bridge_group_at(const struct desc *d, int k, int ordinal,
                               struct desc_ranks *out) {
-  bridge_group(d, &d->bridge[k], ordinal, -1, d->bridge[k].scale, out);
+  bridge_group(d, &d->bridge[k], ordinal, -1, BRIDGE_LIST_MAX, out);
 }
 
 int describe_bridge_src_leader(const struct desc *d, int k, int lane) {

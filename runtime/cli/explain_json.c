@@ -7,6 +7,11 @@
 #include "describe.h"
 #include "json.h"
 
+/* With --rank, a set of more members than this is given by its terms
+ * ("ranges"), not member by member, so that the output stays bounded
+ * whatever the world size. */
+enum { JSON_MEMBERS_MAX = 1024 };
+
 static const char *const embedding_names[DESC_EMBEDDINGS] = {"embd",
                                                              "pos_embd"};
 
@@ -27,6 +32,45 @@ static void json_members(struct json *j, const struct desc_ranks *s) {
   for (int i = 0; i < s->size; i++)
     json_int(j, desc_member(s, i));
   json_end_array(j);
+}
+
+/* A set as its first member and terms (describe.h): every member is first
+ * plus, for each term, one of 0, stride, ..., (count-1)*stride. Only the
+ * size when the members are not known. */
+static void json_ranges(struct json *j, const struct desc_ranks *s) {
+  json_begin_object(j);
+  json_key(j, "size");
+  json_int(j, s->size);
+  if (!s->listed) { /* a gather group too large to be asked for */
+    json_end_object(j);
+    return;
+  }
+  json_key(j, "first");
+  json_int(j, s->first);
+  json_key(j, "terms");
+  json_begin_array(j);
+  for (int k = 0; k < s->nterms; k++) {
+    json_begin_object(j);
+    json_key(j, "count");
+    json_int(j, s->term[k].count);
+    json_key(j, "stride");
+    json_int(j, s->term[k].stride);
+    json_end_object(j);
+  }
+  json_end_array(j);
+  json_end_object(j);
+}
+
+/* A rank's own set under `key` when it is small, else under "ranges". */
+static void json_rank_set(struct json *j, const char *key,
+                          const struct desc_ranks *s) {
+  if (s->listed && s->size <= JSON_MEMBERS_MAX) {
+    json_key(j, key);
+    json_members(j, s);
+  } else {
+    json_key(j, "ranges");
+    json_ranges(j, s);
+  }
 }
 
 struct env_json {
@@ -120,8 +164,7 @@ static void json_field(struct json *j, const struct desc *d, int g, int f,
     json_end_array(j);
   } else {
     const struct desc_rank_group *rg = &r->grid[g].group[f];
-    json_key(j, "members");
-    json_members(j, &rg->ranks);
+    json_rank_set(j, "members", &rg->ranks);
     json_key(j, "index");
     json_int(j, rg->index);
   }
@@ -219,11 +262,12 @@ static void json_bridge(struct json *j, const struct desc *d, int k,
       }
       json_end_array(j);
     } else {
-      json_key(j, "group");
-      if (r->bridge_ok[k])
-        json_members(j, &r->bridge_group[k]);
-      else
+      if (r->bridge_ok[k]) {
+        json_rank_set(j, "group", &r->bridge_group[k]);
+      } else {
+        json_key(j, "group");
         json_null(j);
+      }
     }
   } else if (!r) {
     json_leaders(j, d, k);

@@ -17,7 +17,7 @@ static const char usage_text[] =
     "usage: hcg check   [-n N] [--language NAME] LAYOUT\n"
     "       hcg enum    [-n N] [--language NAME] LAYOUT SPEC\n"
     "       hcg explain [-n N] [--language NAME] LAYOUT [--rank R]\n"
-    "                   [--format text|json]\n"
+    "                   [--format text|json] [--full]\n"
     "       hcg env     [-n N] [--language NAME] LAYOUT --rank R\n"
     "       hcg help [COMMAND] | hcg COMMAND --help | hcg --version\n";
 
@@ -32,8 +32,8 @@ static const char help_text[] =
     "  enum     print the groups of SPEC as one JSON line, e.g. [[0,1],[2,3]]\n"
     "           SPEC is GRID[/VIEW]:DIM[,DIM...] (no dims: singletons); a\n"
     "           one-grid layout also takes DIM[,DIM...] alone\n"
-    "  explain  grids, views, every rank's coordinates, each grid's process\n"
-    "           groups, embedding groups, MIMO roles and bridges\n"
+    "  explain  grids, views, rank coordinates, each grid's process groups,\n"
+    "           embedding groups, MIMO roles and bridges (--full: all)\n"
     "  env      the HCG_* variables the plugin exports to task R\n"
     "\n"
     "options:\n"
@@ -44,6 +44,7 @@ static const char help_text[] =
     "                       llm or language, or the only grid)\n"
     "  -r, --rank R         explain or show the environment of rank R only\n"
     "  -f, --format FMT     text (default) or json\n"
+    "      --full           explain: every rank and group (text)\n"
     "  -h, --help           this help\n"
     "  -V, --version        print the version\n"
     "\n"
@@ -74,11 +75,21 @@ static const struct {
      "layout also takes DIM[,DIM...] alone.\n"},
     {"explain",
      "usage: hcg explain [-n N] [--language NAME] LAYOUT [--rank R]\n"
-     "                   [--format text|json]\n"
+     "                   [--format text|json] [--full]\n"
      "\n"
-     "Explains the layout: grids, views, every rank's coordinates,\n"
-     "each grid's process groups, embedding groups, MIMO roles and\n"
-     "bridges. With --rank R, only what rank R belongs to.\n"},
+     "Explains the layout: grids, views, how each view numbers the\n"
+     "ranks, every rank's coordinates, each grid's process groups,\n"
+     "embedding groups, MIMO roles and bridges, in 100 columns.\n"
+     "A grid of more than 32 ranks shows its first and last ranks and\n"
+     "a field its first 8 groups; --full shows them all.\n"
+     "With --rank R, only what rank R belongs to, in time and output\n"
+     "that grow with the dims, not the world.\n"
+     "\n"
+     "Groups are complete and compact: [0-7], [0-63:8] (0 to 63 by 8),\n"
+     "[0,1,8-15], or for many runs a sum, [5,7]+[0-1073741816:8]:\n"
+     "each member of the first plus each member of the second.\n"
+     "--format json: the same for programs; with --rank, a group of\n"
+     "more than 1024 members is given as \"ranges\" (first, terms).\n"},
     {"env", "usage: hcg env [-n N] [--language NAME] LAYOUT --rank R\n"
             "\n"
             "Prints the HCG_* variables the plugin exports to task R.\n"},
@@ -112,6 +123,7 @@ struct options {
   const char *language;
   int rank;
   int json;
+  int full;
   const char *layout;
   const char *spec;
 };
@@ -147,6 +159,7 @@ static int parse_args(int argc, char **argv, struct options *o) {
       {"language", required_argument, NULL, 'l'},
       {"rank", required_argument, NULL, 'r'},
       {"format", required_argument, NULL, 'f'},
+      {"full", no_argument, NULL, 'F'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
@@ -198,6 +211,9 @@ static int parse_args(int argc, char **argv, struct options *o) {
       else
         return usage_error("--format is text or json, got '%s'", optarg);
       break;
+    case 'F':
+      o->full = 1;
+      break;
     case 'h':
       print_help(o->cmd == (enum command) - 1 ? NULL : command_names[o->cmd]);
       exit(0);
@@ -218,6 +234,8 @@ static int parse_args(int argc, char **argv, struct options *o) {
     return usage_error("%s", "enum needs a SPEC (GRID[/VIEW]:DIMS)");
   if (o->cmd == CMD_ENV && o->rank < 0)
     return usage_error("%s", "env needs --rank R");
+  if (o->full && o->cmd != CMD_EXPLAIN)
+    return usage_error("%s", "--full is an option of explain only");
   return 0;
 }
 
@@ -249,7 +267,7 @@ static int print_env_var(void *arg, const char *name, const char *value) {
 }
 
 int main(int argc, char **argv) {
-  struct options o = {(enum command) - 1, 0, NULL, -1, 0, NULL, NULL};
+  struct options o = {(enum command) - 1, 0, NULL, -1, 0, 0, NULL, NULL};
   if (argc < 2) {
     fputs(usage_text, stderr);
     return EXIT_USAGE;
@@ -292,7 +310,7 @@ int main(int argc, char **argv) {
     rc = print_enum(L, o.spec);
     break;
   case CMD_EXPLAIN: {
-    struct explain_opts eo = {o.rank, o.json};
+    struct explain_opts eo = {o.rank, o.json, o.full};
     rc = hcg_cli_explain(stdout, L, &eo);
     break;
   }
