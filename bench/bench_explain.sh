@@ -2,7 +2,8 @@
 # Wall time of `hcg explain` (--format json and text) at several world
 # sizes: the median of several runs, the output's size, peak memory, and
 # the time per rank (the output lists every rank, so it grows with the
-# world by design). Prints figures; asserts nothing.
+# world by design: text with --full, since plain text summarizes a big
+# layout). Prints figures; asserts nothing.
 #   bench/bench_explain.sh PATH_TO_HCG [RUNS] [WORLD...]
 # Defaults: 5 runs at 1024, 16384 and 65536 ranks. $HCG_BENCH_SUMMARY,
 # when set, receives the text format's time per rank at each size.
@@ -24,12 +25,12 @@ for world in $worlds; do
     : >"$tmp/times"
     for _ in $(seq "$runs"); do
       start=$(date +%s.%N)
-      "$hcg" explain -n "$world" "$layout" --format "$fmt" >"$tmp/out"
+      "$hcg" explain -n "$world" "$layout" --format "$fmt" --full >"$tmp/out"
       end=$(date +%s.%N)
       awk -v a="$start" -v b="$end" 'BEGIN {printf "%.6f\n", b - a}' >>"$tmp/times"
     done
     size=$(wc -c <"$tmp/out")
-    rss=$(/usr/bin/time -f %M "$hcg" explain -n "$world" "$layout" --format "$fmt" 2>&1 >/dev/null | tail -n 1)
+    rss=$(/usr/bin/time -f %M "$hcg" explain -n "$world" "$layout" --format "$fmt" --full 2>&1 >/dev/null | tail -n 1)
     med=$(median <"$tmp/times")
     per=$(awk -v m="$med" -v w="$world" 'BEGIN {printf "%.2f", m * 1e6 / w}')
     printf '%8d %6s %10.3f %12d %12s %10s\n' "$world" "$fmt" "$med" $((size / 1024)) "$rss" "$per"
