@@ -20,6 +20,38 @@
  *     of range: -1 for an index, rank or size, 0 for a count or a 0/1
  *     answer, NULL for a string. None of them writes an error message.
  *
+ * Config structs (hcg_layout_config, hcg_ctx_config, hcg_comm_options)
+ *   - Start them from their *_INIT macro, then set the fields wanted. Their
+ *     first two fields are `size` (sizeof the struct as the caller compiled
+ *     it) and `version` (HCG_CONFIG_VERSION), both filled by the macro. A
+ *     later release only appends fields, so libhcg reads what the caller's
+ *     size holds: a caller built against an older hcg.h gets the defaults
+ *     of the fields it does not know, one built against a newer hcg.h has
+ *     the fields this library does not know ignored. A size smaller than
+ *     the 1.0 struct or larger than HCG_CONFIG_MAX_SIZE, or a version of 0,
+ *     is refused with HCG_EINVAL naming the struct (a struct not started
+ *     from its macro). Growable structs, rather than opaque configs with
+ *     setters, keep the one-line initialization C callers and ctypes
+ *     bindings already use, as NCCL's ncclConfig_t does.
+ *   - Each struct has ONE value meaning "unset, use the default", said at
+ *     the struct: 0 (and NULL) in hcg_layout_config, whose fields are sizes
+ *     and names where 0 is never meaningful; HCG_UNSET (-1) (and NULL) in
+ *     hcg_ctx_config and hcg_comm_options, where 0 is a meaningful device,
+ *     split_share or traffic class. Enum fields start at their default
+ *     enumerator.
+ *   - Output structs (hcg_error, hcg_request, hcg_group, hcg_group_id,
+ *     hcg_bridge, hcg_ctx_stats) are frozen as they are: one that must grow
+ *     becomes a new struct with new functions.
+ *
+ * One header
+ *   The core (layouts, groups, collections, bridges, the task environment)
+ *   and the runtime (contexts, exchanges, communicators) share this header.
+ *   The core's functions are also exported by libhcg, so a program needs
+ *   one header, one library and one pkg-config name; the runtime part
+ *   depends on nothing at compile time (NCCL types only when asked for, see
+ *   HCG_HAVE_NCCL), so the SPANK plugin, which links the core alone, can
+ *   include all of it. The split is marked below ("Runtime: ...").
+ *
  * Ownership and threads
  *   - An hcg_layout is immutable once hcg_layout_parse() returns it. Every
  *     function taking a const hcg_layout * only reads it, so any number of
@@ -46,6 +78,14 @@ extern "C" {
 /* Value of HCG_VERSION in a task's environment: the version of the contract
  * between the plugin and the library, not of the package. */
 #define HCG_ENV_VERSION 1
+
+/* Value of a config struct's `version` field (see "Config structs"). */
+#define HCG_CONFIG_VERSION 1
+/* Largest `size` a config struct may claim, in bytes. */
+#define HCG_CONFIG_MAX_SIZE 4096
+/* The "unset" value of the int fields of hcg_ctx_config and
+ * hcg_comm_options. */
+#define HCG_UNSET (-1)
 
 /* ---------------------------------------------------------------------------
  * Hard bounds. Hostile input beyond them is refused with HCG_ELIMIT.
@@ -128,7 +168,10 @@ const char *hcg_version(void);
  */
 typedef struct hcg_layout hcg_layout;
 
+/* Unset: 0 or NULL (see "Config structs" at the top). */
 typedef struct hcg_layout_config {
+  size_t size;      /* sizeof(hcg_layout_config), set by the INIT macro */
+  unsigned version; /* HCG_CONFIG_VERSION, set by the INIT macro        */
   /* Ranks in the world (the step's task count). 0: derive it from the
    * layout, which then must not use '*' in a grid. */
   int world_size;
@@ -144,7 +187,8 @@ typedef struct hcg_layout_config {
   const char *source_name;
 } hcg_layout_config;
 
-#define HCG_LAYOUT_CONFIG_INIT {0, NULL, 0, NULL}
+#define HCG_LAYOUT_CONFIG_INIT                                                 \
+  {sizeof(hcg_layout_config), HCG_CONFIG_VERSION, 0, NULL, 0, NULL}
 
 /* Parses `len` bytes of `text` (NUL bytes inside are an error), resolves
  * offsets and inferred sizes against cfg->world_size, and validates the whole
@@ -506,7 +550,11 @@ enum hcg_pmix_use {
 /* Looks up one variable: its value, or NULL when it is not set. */
 typedef const char *(*hcg_getenv_fn)(void *arg, const char *name);
 
+/* Unset: HCG_UNSET for the int fields, NULL for the pointers (see "Config
+ * structs" at the top). */
 typedef struct hcg_ctx_config {
+  size_t size;      /* sizeof(hcg_ctx_config), set by the INIT macro */
+  unsigned version; /* HCG_CONFIG_VERSION, set by the INIT macro     */
   /* Where the HCG_* variables (and SLURM_LOCALID) come from. getenv_fn, if
    * set, wins; else envp, a NULL-terminated array of "NAME=VALUE" strings
    * (the first entry of a name counts); else the process environment via
@@ -518,10 +566,10 @@ typedef struct hcg_ctx_config {
   /* enum hcg_pmix_use. */
   int pmix;
   /* Seconds a fence, a get or an NCCL initialization may wait for a peer
-   * before failing with HCG_ETIMEOUT. 0: the HCG_TIMEOUT variable if set,
-   * else HCG_DEFAULT_TIMEOUT_S. At most HCG_MAX_TIMEOUT_S. */
+   * before failing with HCG_ETIMEOUT, in [1, HCG_MAX_TIMEOUT_S]. HCG_UNSET:
+   * the HCG_TIMEOUT variable if set, else HCG_DEFAULT_TIMEOUT_S. */
   int timeout_s;
-  /* CUDA device for communicators; -1 chooses it (see hcg_ctx_device). */
+  /* CUDA device for communicators; HCG_UNSET chooses it (hcg_ctx_device). */
   int device;
   /* Namespace for the PMIx keys of this context's exchanges, at most
    * HCG_MAX_TAG characters of [A-Za-z0-9_-]; NULL or "" for none. Two
@@ -529,9 +577,17 @@ typedef struct hcg_ctx_config {
    * different tags (the second leader would otherwise find its key taken
    * and fail with HCG_EEXIST). The same on every process of the job. */
   const char *tag;
+  /* The exchange's fan-in bound: in a job of more than `fanin` processes,
+   * no process serves more than about `fanin` gets of one group (larger
+   * groups go through relays; doc/runtime.md). At least 2. HCG_UNSET: the
+   * HCG_FANIN variable if set, else 512. The same on every process of the
+   * job, as the number of fences depends on it. */
+  int fanin;
 } hcg_ctx_config;
 
-#define HCG_CTX_CONFIG_INIT {NULL, NULL, NULL, HCG_PMIX_AUTO, 0, -1, NULL}
+#define HCG_CTX_CONFIG_INIT                                                    \
+  {sizeof(hcg_ctx_config), HCG_CONFIG_VERSION, NULL, NULL, NULL,              \
+   HCG_PMIX_AUTO, HCG_UNSET, HCG_UNSET, NULL, HCG_UNSET}
 
 /* Reads and checks the environment and creates a context. cfg may be NULL
  * (defaults). Checks, in order: HCG_VERSION equals HCG_ENV_VERSION;
@@ -629,9 +685,10 @@ int hcg_ctx_device(hcg_ctx *ctx, int *device, hcg_error *err);
  */
 typedef struct hcg_groupset hcg_groupset;
 
-/* NCCL options of a group's communicator. Fields left at their
- * HCG_COMM_OPTIONS_INIT value keep NCCL's defaults (or NCCL_* variables):
- * only the ncclConfig_t fields of options that are set are written.
+/* NCCL options of a group's communicator. Fields left unset (HCG_UNSET, or
+ * NULL for net_name: what HCG_COMM_OPTIONS_INIT gives) keep NCCL's defaults
+ * (or NCCL_* variables): only the ncclConfig_t fields of options that are
+ * set are written.
  * - min_ctas without max_ctas: maxCTAs gets NCCL's default, its channel
  *   limit (32 before NCCL 2.25, 64 from 2.25), since NCCL would compare
  *   minCTAs with an unset maxCTAs and refuse it; a min_ctas above that
@@ -641,14 +698,17 @@ typedef struct hcg_groupset hcg_groupset;
  *   are refused with HCG_ENOTSUP naming the option and both versions,
  *   never dropped. libhcg needs NCCL 2.18.0 or newer. */
 typedef struct hcg_comm_options {
+  size_t size;      /* sizeof(hcg_comm_options), set by the INIT macro */
+  unsigned version; /* HCG_CONFIG_VERSION, set by the INIT macro       */
   /* 1: the communicator's CUDA stream (hcg_comm_stream) gets the highest
-   * priority the device offers (Megatron's high-priority stream groups). */
+   * priority the device offers (Megatron's high-priority stream groups);
+   * 0 or unset: the default priority. */
   int high_priority;
-  /* ncclConfig_t minCTAs, maxCTAs, cgaClusterSize (0: default). */
+  /* ncclConfig_t minCTAs, maxCTAs, cgaClusterSize: at least 1. */
   int min_ctas;
   int max_ctas;
   int cga_cluster_size;
-  /* ncclConfig_t splitShare, collnetEnable, trafficClass (-1: default). */
+  /* ncclConfig_t splitShare, collnetEnable (0 or 1), trafficClass (>= 0). */
   int split_share;
   int collnet_enable;
   int traffic_class;
@@ -657,7 +717,9 @@ typedef struct hcg_comm_options {
   const char *net_name;
 } hcg_comm_options;
 
-#define HCG_COMM_OPTIONS_INIT {0, 0, 0, 0, -1, -1, -1, NULL}
+#define HCG_COMM_OPTIONS_INIT                                                  \
+  {sizeof(hcg_comm_options), HCG_CONFIG_VERSION, HCG_UNSET, HCG_UNSET,        \
+   HCG_UNSET, HCG_UNSET, HCG_UNSET, HCG_UNSET, HCG_UNSET, NULL}
 
 /* Called once per communicator of this rank by hcg_comm_create, before the
  * device check and the exchange, with the group's key, the entry's options
@@ -804,6 +866,30 @@ int hcg_exchange_pmix_key(const char *tag, long long epoch, const char *key,
  */
 typedef struct hcg_comm hcg_comm;
 
+/* The NCCL communicator and CUDA stream types of hcg_comm_nccl and
+ * hcg_comm_stream. Define HCG_HAVE_NCCL before including hcg.h (with CUDA's
+ * and NCCL's headers on the include path) to get ncclComm_t and
+ * cudaStream_t; without it they are void *, so that a program that does not
+ * use NCCL needs neither header. Both are pointers either way: the ABI is
+ * the same, and a program may cast the void * itself. libhcg's own sources
+ * see HCG_HAVE_NCCL from its configure when it was built with NCCL. */
+#ifdef HCG_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#ifdef __GNUC__ /* nccl.h declares some functions without prototypes */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#endif
+#include <nccl.h>
+#ifdef __GNUC__
+#pragma GCC diagnostic pop
+#endif
+typedef ncclComm_t hcg_nccl_comm;
+typedef cudaStream_t hcg_cuda_stream;
+#else
+typedef void *hcg_nccl_comm;
+typedef void *hcg_cuda_stream;
+#endif
+
 int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err);
 
 /* Destroys this rank's communicators for the groups of a set (NULL: all of
@@ -837,11 +923,11 @@ int hcg_ctx_num_comms(const hcg_ctx *ctx);
 const char *hcg_comm_key(const hcg_comm *comm);
 int hcg_comm_size(const hcg_comm *comm); /* members                     */
 int hcg_comm_rank(const hcg_comm *comm); /* this rank's index in them   */
-/* The ncclComm_t and the communicator's cudaStream_t (cast them); both are
- * destroyed with the communicator. The ncclComm_t is NON-BLOCKING (see
- * hcg_comm_wait). */
-void *hcg_comm_nccl(const hcg_comm *comm);
-void *hcg_comm_stream(const hcg_comm *comm);
+/* The ncclComm_t and the communicator's cudaStream_t (typed with
+ * HCG_HAVE_NCCL, see hcg_nccl_comm); both are destroyed with the
+ * communicator. The ncclComm_t is NON-BLOCKING (see hcg_comm_wait). */
+hcg_nccl_comm hcg_comm_nccl(const hcg_comm *comm);
+hcg_cuda_stream hcg_comm_stream(const hcg_comm *comm);
 
 /* Waits until the communicator has no NCCL operation in progress:
  * HCG_OK, HCG_ENCCL when NCCL reports an error on it (ncclGetErrorString

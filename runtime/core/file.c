@@ -92,15 +92,17 @@ int hcg_layout_load(const char *arg, const hcg_layout_config *cfg,
     return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_layout_load");
   if (arg[0] != '@')
     return hcg_layout_parse(arg, strlen(arg), cfg, out, err);
-  char *text;
-  size_t len;
-  int rc =
-      hcg_layout_read_file(arg + 1, cfg ? cfg->max_bytes : 0, &text, &len, err);
+  hcg_layout_config c;
+  int rc = hcg__layout_config(cfg, &c, err);
   if (rc)
     return rc;
-  struct hcg_source src = {
-      text, len, cfg && cfg->source_name ? cfg->source_name : arg + 1};
-  rc = hcg__layout_parse_source(&src, cfg, out, err);
+  char *text;
+  size_t len;
+  rc = hcg_layout_read_file(arg + 1, c.max_bytes, &text, &len, err);
+  if (rc)
+    return rc;
+  struct hcg_source src = {text, len, c.source_name ? c.source_name : arg + 1};
+  rc = hcg__layout_parse_source(&src, &c, out, err);
   free(text);
   return rc;
 }

@@ -93,8 +93,25 @@ int hcg__buf_truncated(const struct hcg_buf *b);
 void hcg__buf_enum(struct hcg_buf *b, const struct hcg_layout *L,
                    const hcg_request *req);
 
+/* ---- config.c ---------------------------------------------------------- */
+/* Copies a caller's config struct `cfg` (NULL: none) into `out`, a struct
+ * of this library's size `mine` starting from `defaults`: as many bytes as
+ * both sizes hold, with `size` and `version` set to this library's. min is
+ * the smallest size accepted (the struct as 1.0 had it). HCG_EINVAL with a
+ * message naming `type` for a size or version no INIT macro gives. */
+int hcg__config_read(const void *cfg, const void *defaults, size_t mine,
+                     size_t min, void *out, const char *type, hcg_error *err);
+/* The call for a config type T. In 1.0 the smallest size is the whole
+ * struct; a release that appends fields passes the 1.0 size as min. */
+#define HCG__CONFIG_READ(T, cfg, defaults, out, err)                           \
+  hcg__config_read((cfg), (defaults), sizeof(T), sizeof(T), (out), #T, (err))
+
 /* ---- layout.c ---------------------------------------------------------- */
-/* hcg_layout_parse for a named source (file layouts name the file). */
+/* A caller's layout config (NULL: defaults) as this library's struct. */
+int hcg__layout_config(const hcg_layout_config *cfg, hcg_layout_config *out,
+                       hcg_error *err);
+/* hcg_layout_parse for a named source (file layouts name the file), with a
+ * config read by hcg__layout_config. */
 int hcg__layout_parse_source(const struct hcg_source *src,
                              const hcg_layout_config *cfg, hcg_layout **out,
                              hcg_error *err);

@@ -10,9 +10,6 @@
 int hcg__layout_parse_source(const struct hcg_source *src,
                              const hcg_layout_config *cfg, hcg_layout **out,
                              hcg_error *err) {
-  static const hcg_layout_config defaults = HCG_LAYOUT_CONFIG_INIT;
-  if (!cfg)
-    cfg = &defaults;
   size_t max = cfg->max_bytes && cfg->max_bytes < HCG_MAX_LAYOUT_BYTES
                    ? cfg->max_bytes
                    : HCG_MAX_LAYOUT_BYTES;
@@ -56,8 +53,18 @@ int hcg_layout_parse(const char *text, size_t len, const hcg_layout_config *cfg,
     *out = NULL;
   if (!text || !out)
     return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_layout_parse");
-  struct hcg_source src = {text, len, cfg ? cfg->source_name : NULL};
-  return hcg__layout_parse_source(&src, cfg, out, err);
+  hcg_layout_config c;
+  int rc = hcg__layout_config(cfg, &c, err);
+  if (rc)
+    return rc;
+  struct hcg_source src = {text, len, c.source_name};
+  return hcg__layout_parse_source(&src, &c, out, err);
+}
+
+int hcg__layout_config(const hcg_layout_config *cfg, hcg_layout_config *out,
+                       hcg_error *err) {
+  static const hcg_layout_config defaults = HCG_LAYOUT_CONFIG_INIT;
+  return HCG__CONFIG_READ(hcg_layout_config, cfg, &defaults, out, err);
 }
 
 void hcg_layout_free(hcg_layout *L) {

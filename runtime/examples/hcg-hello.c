@@ -326,7 +326,7 @@ int main(int argc, char **argv) {
   hcg_error err = HCG_ERROR_INIT;
   hcg_ctx_config cfg = HCG_CTX_CONFIG_INIT;
   cfg.pmix = o.pmix;
-  cfg.timeout_s = o.timeout;
+  cfg.timeout_s = o.timeout > 0 ? o.timeout : HCG_UNSET; /* 0: default */
   cfg.tag = o.tag;
   hcg_ctx *ctx = NULL;
   const char *env_rank = getenv("HCG_RANK");

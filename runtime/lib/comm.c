@@ -46,8 +46,10 @@ int hcg_ctx_num_comms(const hcg_ctx *ctx) { return ctx ? ctx->comms.n : 0; }
 const char *hcg_comm_key(const hcg_comm *c) { return c ? c->key : NULL; }
 int hcg_comm_size(const hcg_comm *c) { return c ? c->size : 0; }
 int hcg_comm_rank(const hcg_comm *c) { return c ? c->rank : -1; }
-void *hcg_comm_nccl(const hcg_comm *c) { return c ? c->nccl : NULL; }
-void *hcg_comm_stream(const hcg_comm *c) { return c ? c->stream : NULL; }
+hcg_nccl_comm hcg_comm_nccl(const hcg_comm *c) { return c ? c->nccl : NULL; }
+hcg_cuda_stream hcg_comm_stream(const hcg_comm *c) {
+  return c ? c->stream : NULL;
+}
 
 int hcg_comm_find_request(const hcg_ctx *ctx, const hcg_request *req,
                           hcg_comm **out) {
@@ -385,8 +387,8 @@ static int prepare(hcg_ctx *ctx, const hcg_groupset *set,
     hcgrt_prefix(err, "group '%s': ", c->key);
     return rc;
   }
-  p->config.blocking = 0; /* hcg polls with its own deadline */
-  p->high_priority = o.high_priority;
+  p->config.blocking = 0;                  /* hcg polls with its own deadline */
+  p->high_priority = o.high_priority == 1; /* 0 and HCG_UNSET: default */
   return HCG_OK;
 }
 

@@ -94,10 +94,20 @@ static int read_tag(const char *tag, char *out, hcg_error *err) {
   return HCG_OK;
 }
 
-/* The fan-in bound of the exchange (exchange.c): HCG_FANIN, else the
- * default. The same on every process of the job, as the number of fences
- * depends on it. */
-static int read_fanin(const struct envsrc *env, int *out, hcg_error *err) {
+/* The fan-in bound of the exchange (exchange.c): the config's, else
+ * HCG_FANIN, else the default. The same on every process of the job, as the
+ * number of fences depends on it. */
+static int read_fanin(const struct envsrc *env, int cfg_fanin, int *out,
+                      hcg_error *err) {
+  if (cfg_fanin != HCG_UNSET && cfg_fanin < 2)
+    return hcg__fail(err, HCG_EINVAL,
+                     "hcg_ctx_config.fanin must be HCG_UNSET or in [2, %d], "
+                     "got %d",
+                     HCG_MAX_WORLD, cfg_fanin);
+  if (cfg_fanin != HCG_UNSET) {
+    *out = cfg_fanin;
+    return HCG_OK;
+  }
   *out = HCGRT_DEFAULT_FANIN;
   const char *v = env_get(env, "HCG_FANIN");
   if (!v)
@@ -114,11 +124,13 @@ static int read_fanin(const struct envsrc *env, int *out, hcg_error *err) {
 
 static int read_timeout(const struct envsrc *env, int cfg_timeout, int *out,
                         hcg_error *err) {
-  if (cfg_timeout < 0 || cfg_timeout > HCG_MAX_TIMEOUT_S)
+  if (cfg_timeout != HCG_UNSET &&
+      (cfg_timeout < 1 || cfg_timeout > HCG_MAX_TIMEOUT_S))
     return hcg__fail(err, HCG_EINVAL,
-                     "hcg_ctx_config.timeout_s must be in [0, %d], got %d",
+                     "hcg_ctx_config.timeout_s must be HCG_UNSET or in "
+                     "[1, %d], got %d",
                      HCG_MAX_TIMEOUT_S, cfg_timeout);
-  if (cfg_timeout > 0) {
+  if (cfg_timeout != HCG_UNSET) {
     *out = cfg_timeout;
     return HCG_OK;
   }
@@ -233,22 +245,25 @@ static int check_pmix(hcg_ctx *ctx, int mode, hcg_error *err) {
   return HCG_OK;
 }
 
-int hcg_ctx_init(const hcg_ctx_config *cfg, hcg_ctx **out, hcg_error *err) {
+int hcg_ctx_init(const hcg_ctx_config *user, hcg_ctx **out, hcg_error *err) {
   static const hcg_ctx_config defaults = HCG_CTX_CONFIG_INIT;
   if (!out)
     return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_ctx_init");
   *out = NULL;
-  if (!cfg)
-    cfg = &defaults;
+  hcg_ctx_config config;
+  int rc = HCG__CONFIG_READ(hcg_ctx_config, user, &defaults, &config, err);
+  if (rc)
+    return rc;
+  const hcg_ctx_config *cfg = &config;
   if (cfg->pmix < HCG_PMIX_AUTO || cfg->pmix > HCG_PMIX_OFF)
     return hcg__fail(err, HCG_EINVAL,
                      "hcg_ctx_config.pmix must be an enum hcg_pmix_use, "
                      "got %d",
                      cfg->pmix);
-  if (cfg->device < -1)
+  if (cfg->device < HCG_UNSET)
     return hcg__fail(err, HCG_EINVAL,
-                     "hcg_ctx_config.device must be -1 or a device number, "
-                     "got %d",
+                     "hcg_ctx_config.device must be HCG_UNSET or a device "
+                     "number, got %d",
                      cfg->device);
 
   hcg_ctx *ctx = calloc(1, sizeof *ctx);
@@ -259,7 +274,7 @@ int hcg_ctx_init(const hcg_ctx_config *cfg, hcg_ctx **out, hcg_error *err) {
   ctx->local_rank = -1;
   struct envsrc env = {cfg->getenv_fn, cfg->getenv_arg, cfg->envp};
 
-  int rc = read_tag(cfg->tag, ctx->tag, err);
+  rc = read_tag(cfg->tag, ctx->tag, err);
   if (!rc)
     rc = read_layout(&env, ctx, err);
   if (!rc) {
@@ -269,7 +284,7 @@ int hcg_ctx_init(const hcg_ctx_config *cfg, hcg_ctx **out, hcg_error *err) {
   if (!rc)
     rc = read_timeout(&env, cfg->timeout_s, &ctx->timeout_s, err);
   if (!rc)
-    rc = read_fanin(&env, &ctx->fanin, err);
+    rc = read_fanin(&env, cfg->fanin, &ctx->fanin, err);
   if (!rc) {
     long long local;
     const char *v = env_get(&env, "SLURM_LOCALID");

@@ -2,6 +2,7 @@
  * groupset.c - sets of groups to form together, and the plan of one rank:
  * its own groups in a set, one per key.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,32 +36,43 @@ void hcg_groupset_free(hcg_groupset *set) {
 int hcgrt_options_equal(const hcg_comm_options *a, const hcg_comm_options *b) {
   const char *na = a->net_name ? a->net_name : "";
   const char *nb = b->net_name ? b->net_name : "";
-  return a->high_priority == b->high_priority && a->min_ctas == b->min_ctas &&
-         a->max_ctas == b->max_ctas &&
+  /* high_priority 0 and HCG_UNSET both mean the default priority. */
+  return (a->high_priority == 1) == (b->high_priority == 1) &&
+         a->min_ctas == b->min_ctas && a->max_ctas == b->max_ctas &&
          a->cga_cluster_size == b->cga_cluster_size &&
          a->split_share == b->split_share &&
          a->collnet_enable == b->collnet_enable &&
          a->traffic_class == b->traffic_class && strcmp(na, nb) == 0;
 }
 
+/* An int option is HCG_UNSET or in [lo, hi]. */
+static int option_ok(int v, int lo, int hi) {
+  return v == HCG_UNSET || (v >= lo && v <= hi);
+}
+
 int hcgrt_check_options(const hcg_comm_options *o, hcg_error *err) {
-  if (o->high_priority != 0 && o->high_priority != 1)
+  if (!option_ok(o->high_priority, 0, 1))
     return hcg__fail(err, HCG_EINVAL,
-                     "hcg_comm_options.high_priority must be 0 or 1, got %d",
+                     "hcg_comm_options.high_priority must be 0 or 1 (or "
+                     "HCG_UNSET), got %d",
                      o->high_priority);
-  if (o->min_ctas < 0 || o->max_ctas < 0 || o->cga_cluster_size < 0)
+  if (!option_ok(o->min_ctas, 1, INT_MAX) ||
+      !option_ok(o->max_ctas, 1, INT_MAX) ||
+      !option_ok(o->cga_cluster_size, 1, INT_MAX))
     return hcg__fail(err, HCG_EINVAL,
                      "hcg_comm_options: min_ctas, max_ctas and "
-                     "cga_cluster_size must be >= 0 (0: NCCL's default)");
-  if (o->min_ctas && o->max_ctas && o->min_ctas > o->max_ctas)
+                     "cga_cluster_size must be >= 1 (HCG_UNSET: NCCL's "
+                     "default)");
+  if (o->min_ctas > 0 && o->max_ctas > 0 && o->min_ctas > o->max_ctas)
     return hcg__fail(err, HCG_EINVAL,
                      "hcg_comm_options: min_ctas %d > max_ctas %d", o->min_ctas,
                      o->max_ctas);
-  if (o->split_share < -1 || o->split_share > 1 || o->collnet_enable < -1 ||
-      o->collnet_enable > 1 || o->traffic_class < -1)
+  if (!option_ok(o->split_share, 0, 1) || !option_ok(o->collnet_enable, 0, 1) ||
+      !option_ok(o->traffic_class, 0, INT_MAX))
     return hcg__fail(err, HCG_EINVAL,
                      "hcg_comm_options: split_share and collnet_enable must "
-                     "be -1, 0 or 1, traffic_class -1 or >= 0");
+                     "be 0 or 1, traffic_class >= 0 (HCG_UNSET: NCCL's "
+                     "default)");
   if (o->net_name && strlen(o->net_name) > 255)
     return hcg__fail(err, HCG_EINVAL,
                      "hcg_comm_options.net_name is longer than 255 bytes");
@@ -68,13 +80,15 @@ int hcgrt_check_options(const hcg_comm_options *o, hcg_error *err) {
 }
 
 static int add_entry(hcg_groupset *set, struct hcgrt_entry e,
-                     const hcg_comm_options *opts, hcg_error *err) {
+                     const hcg_comm_options *user, hcg_error *err) {
   static const hcg_comm_options defaults = HCG_COMM_OPTIONS_INIT;
-  if (!opts)
-    opts = &defaults;
-  int rc = hcgrt_check_options(opts, err);
+  hcg_comm_options read;
+  int rc = HCG__CONFIG_READ(hcg_comm_options, user, &defaults, &read, err);
+  if (!rc)
+    rc = hcgrt_check_options(&read, err);
   if (rc)
     return rc;
+  const hcg_comm_options *opts = &read;
   if (set->n == set->cap) {
     if (set->cap > (1 << 20))
       return hcg__fail(err, HCG_ELIMIT, "a group set holds at most %d entries",

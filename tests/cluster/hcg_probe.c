@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
     hcg_error err = HCG_ERROR_INIT;
     hcg_ctx_config cfg = HCG_CTX_CONFIG_INIT;
     cfg.pmix = HCG_PMIX_REQUIRE;
-    cfg.timeout_s = timeout;
+    cfg.timeout_s = timeout > 0 ? timeout : HCG_UNSET;
     cfg.tag = strcmp(argv[3 + c], "-") ? argv[3 + c] : NULL;
     int rc = hcg_ctx_init(&cfg, &ctx[c], &err);
     if (!rc)

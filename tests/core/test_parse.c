@@ -124,6 +124,27 @@ START_TEST(syntax_errors) {
   hcg_error err = HCG_ERROR_INIT;
   ck_assert_int_eq(hcg_layout_parse("tp=2", 4, &cfg, &L, &err), HCG_EINVAL);
   ck_assert_int_eq(hcg_layout_parse(NULL, 4, NULL, &L, NULL), HCG_EINVAL);
+  /* Config structs are read by their size: garbage is refused, a newer
+   * caller's longer struct is read up to the fields this library knows. */
+  cfg = (hcg_layout_config)HCG_LAYOUT_CONFIG_INIT;
+  cfg.size = 7;
+  ck_assert_int_eq(hcg_layout_parse("tp=2", 4, &cfg, &L, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "hcg_layout_config.size is 7"));
+  cfg.size = HCG_CONFIG_MAX_SIZE + 1;
+  ck_assert_int_eq(hcg_layout_load("tp=2", &cfg, &L, &err), HCG_EINVAL);
+  cfg.size = sizeof cfg;
+  cfg.version = 0;
+  ck_assert_int_eq(hcg_layout_load("@x", &cfg, &L, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "INIT macro"));
+  struct {
+    hcg_layout_config c;
+    int later_field;
+  } newer = {HCG_LAYOUT_CONFIG_INIT, 5};
+  newer.c.size = sizeof newer;
+  newer.c.world_size = 8;
+  ck_assert_int_eq(hcg_layout_parse("tp=2,dp=*", 9, &newer.c, &L, &err), 0);
+  ck_assert_int_eq(hcg_layout_world_size(L), 8);
+  hcg_layout_free(L);
 }
 END_TEST
 

@@ -19,11 +19,11 @@
 #define UNDEF NCCL_CONFIG_UNDEF_INT
 
 static const int highs[] = {0, 1};
-static const int mins[] = {0, 1, 4, 33, 65};
-static const int maxs[] = {0, 2, 32, 64};
-static const int cgas[] = {0, 4};
-static const int tris[] = {-1, 0, 1};
-static const int classes[] = {-1, 0, 5};
+static const int mins[] = {HCG_UNSET, 1, 4, 33, 65};
+static const int maxs[] = {HCG_UNSET, 2, 32, 64};
+static const int cgas[] = {HCG_UNSET, 4};
+static const int tris[] = {HCG_UNSET, 0, 1};
+static const int classes[] = {HCG_UNSET, 0, 5};
 static const char *const nets[] = {NULL, "Socket"};
 /* Library versions either side of each boundary. */
 static const int versions[] = {21800, 22406, 22500, 22603, 22700, 22809};
@@ -64,8 +64,9 @@ static void expected(const hcg_comm_options *o, int version, int preset,
     return;
   }
   int limit = version >= 22500 ? 64 : 32;
-  int min = o->min_ctas ? o->min_ctas : (preset == PRESET_MIN8 ? 8 : UNDEF);
-  int max = o->max_ctas ? o->max_ctas : (preset == PRESET_MAX16 ? 16 : UNDEF);
+  int min = o->min_ctas > 0 ? o->min_ctas : (preset == PRESET_MIN8 ? 8 : UNDEF);
+  int max =
+      o->max_ctas > 0 ? o->max_ctas : (preset == PRESET_MAX16 ? 16 : UNDEF);
   if (min != UNDEF && max == UNDEF) {
     if (min > limit) {
       e->rc = HCG_EINVAL;
@@ -84,7 +85,7 @@ static void expected(const hcg_comm_options *o, int version, int preset,
   }
   e->cfg.minCTAs = min;
   e->cfg.maxCTAs = max;
-  if (o->cga_cluster_size)
+  if (o->cga_cluster_size > 0)
     e->cfg.cgaClusterSize = o->cga_cluster_size;
   if (o->split_share >= 0)
     e->cfg.splitShare = o->split_share;

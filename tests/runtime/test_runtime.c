@@ -222,9 +222,10 @@ static const char *getter(void *arg, const char *name) {
 }
 
 START_TEST(test_ctx_getter) {
-  const char *const kv[] = {"HCG_VERSION",    "1",  "HCG_LAYOUT", "tp=2,dp=*",
-                            "HCG_WORLD_SIZE", "8",  "HCG_RANK",   "7",
-                            "HCG_TIMEOUT",    "17", NULL};
+  const char *const kv[] = {
+      "HCG_VERSION", "1",        "HCG_LAYOUT", "tp=2,dp=*",   "HCG_WORLD_SIZE",
+      "8",           "HCG_RANK", "7",          "HCG_TIMEOUT", "17",
+      "HCG_FANIN",   "33",       NULL};
   hcg_ctx_config cfg = HCG_CTX_CONFIG_INIT;
   cfg.getenv_fn = getter;
   cfg.getenv_arg = (void *)kv;
@@ -235,12 +236,15 @@ START_TEST(test_ctx_getter) {
   ck_assert_msg(hcg_ctx_init(&cfg, &ctx, &err) == 0, "%s", err.message);
   ck_assert_int_eq(hcg_ctx_rank(ctx), 7);
   ck_assert_int_eq(hcg_ctx_timeout(ctx), 17);
+  ck_assert_int_eq(ctx->fanin, 33);
   ck_assert_int_eq(hcg_ctx_num_grids(ctx), 1);
   hcg_ctx_free(ctx);
   /* Only the minimal variables: per-dim ones may be absent. */
   cfg.timeout_s = 9; /* the config beats HCG_TIMEOUT */
+  cfg.fanin = 4;     /* and HCG_FANIN */
   ck_assert_int_eq(hcg_ctx_init(&cfg, &ctx, &err), 0);
   ck_assert_int_eq(hcg_ctx_timeout(ctx), 9);
+  ck_assert_int_eq(ctx->fanin, 4);
   hcg_ctx_free(ctx);
 }
 END_TEST
@@ -334,14 +338,29 @@ START_TEST(test_config_errors) {
   ck_assert_int_eq(hcg_ctx_init(&cfg, &ctx, &err), HCG_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.message, "hcg_ctx_config.pmix"));
   cfg.pmix = HCG_PMIX_OFF;
-  cfg.timeout_s = -1;
+  cfg.timeout_s = 0; /* HCG_UNSET is the one "default" */
+  ck_assert_int_eq(hcg_ctx_init(&cfg, &ctx, &err), HCG_EINVAL);
+  cfg.timeout_s = -2;
   ck_assert_int_eq(hcg_ctx_init(&cfg, &ctx, &err), HCG_EINVAL);
   cfg.timeout_s = HCG_MAX_TIMEOUT_S + 1;
   ck_assert_int_eq(hcg_ctx_init(&cfg, &ctx, &err), HCG_EINVAL);
-  cfg.timeout_s = 0;
+  cfg.timeout_s = HCG_UNSET;
   cfg.device = -2;
   ck_assert_int_eq(hcg_ctx_init(&cfg, &ctx, &err), HCG_EINVAL);
-  cfg.device = -1;
+  cfg.device = HCG_UNSET;
+  cfg.fanin = 1;
+  ck_assert_int_eq(hcg_ctx_init(&cfg, &ctx, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "hcg_ctx_config.fanin"));
+  cfg.fanin = HCG_UNSET;
+  /* A struct not started from its macro. */
+  hcg_ctx_config junk = cfg;
+  junk.size = 3;
+  ck_assert_int_eq(hcg_ctx_init(&junk, &ctx, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "hcg_ctx_config.size is 3"));
+  junk.size = sizeof junk;
+  junk.version = 0;
+  ck_assert_int_eq(hcg_ctx_init(&junk, &ctx, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "hcg_ctx_config.version"));
   cfg.tag = "bad tag";
   ck_assert_int_eq(hcg_ctx_init(&cfg, &ctx, &err), HCG_EINVAL);
   ck_assert_ptr_nonnull(strstr(err.message, "letters, digits"));
@@ -597,6 +616,8 @@ START_TEST(test_groupset_errors) {
   o.high_priority = 2;
   ck_assert_int_eq(hcg_groupset_add(set, "llm:tp", &o, &err), HCG_EINVAL);
   o.high_priority = 0;
+  o.min_ctas = 0; /* HCG_UNSET is the one "default" */
+  ck_assert_int_eq(hcg_groupset_add(set, "llm:tp", &o, &err), HCG_EINVAL);
   o.min_ctas = 8;
   o.max_ctas = 4;
   ck_assert_int_eq(hcg_groupset_add(set, "llm:tp", &o, &err), HCG_EINVAL);
@@ -924,7 +945,7 @@ START_TEST(test_comm_callback) {
   ck_assert_str_eq(s.keys[0], "llm:tp");
   ck_assert_int_eq(s.high[0], 1);
   ck_assert_str_eq(s.keys[1], "llm:pp");
-  ck_assert_int_eq(s.high[1], 0);
+  ck_assert_int_eq(s.high[1], HCG_UNSET);
   ck_assert_str_eq(s.keys[2], "llm#embd");
   ck_assert(rc == HCG_ECUDA || rc == HCG_EPMIX);
   /* A refusal stops it with the callback's status. */

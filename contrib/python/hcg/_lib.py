@@ -24,6 +24,7 @@ from typing import Any, List, Optional
 # Values of the hcg.h macros this binding relies on. They are part of the
 # stable API; tests check them against the library where it can tell.
 ENV_VERSION = 1
+CONFIG_VERSION = 1
 ERROR_MAX = 1024
 KEY_MAX = 640
 MAX_WORLD = 2147483647
@@ -41,14 +42,22 @@ class Error(ctypes.Structure):
 
 
 class LayoutConfig(ctypes.Structure):
-    """struct hcg_layout_config"""
+    """struct hcg_layout_config, filled as HCG_LAYOUT_CONFIG_INIT does: its
+    size and version first, every other field unset (0 or NULL)."""
 
     _fields_ = [
+        ("size", ctypes.c_size_t),
+        ("version", ctypes.c_uint),
         ("world_size", ctypes.c_int),
         ("language", ctypes.c_char_p),
         ("max_bytes", ctypes.c_size_t),
         ("source_name", ctypes.c_char_p),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = ctypes.sizeof(LayoutConfig)
+        self.version = CONFIG_VERSION
 
 
 class Request(ctypes.Structure):
