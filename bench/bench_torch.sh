@@ -26,7 +26,7 @@ bench_start "$BUILD"
 TMP=$BENCH_TMP
 SRC=$BENCH_SRC
 unset HCG_BUILD HCG_SRCDIR
-export PYTHONPATH=$SRC/contrib/python HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.0
+export PYTHONPATH=$SRC/contrib/python HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.1
 
 median() { bench_median; }
 

@@ -94,7 +94,7 @@ section "5. PyTorch: hcg.torch.init() and a tiny model trained with tp=2, dp=2"
 if /usr/bin/python3 -c 'import torch.distributed' 2> /dev/null; then
   ex=$src/contrib/python/examples/train_tiny.py
   show "srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' python3 $ex"
-  PYTHONPATH=$src/contrib/python HCG_LIBRARY=$src/build/runtime/.libs/libhcg.so.0 \
+  PYTHONPATH=$src/contrib/python HCG_LIBRARY=$src/build/runtime/.libs/libhcg.so.1 \
     timeout 300 srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' \
     /usr/bin/python3 -B "$ex" 2>&1 | head -n 8 || true
   show "python3 $ex --reference   # the same model in one process"

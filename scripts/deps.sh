@@ -10,7 +10,7 @@ set -eu
 
 packages="
   build-essential autoconf automake libtool pkg-config
-  check bats jq valgrind clang-14 libclang-rt-14-dev time man-db
+  check bats jq valgrind clang-14 libclang-rt-14-dev time man-db abigail-tools
   slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev
   libpmix-dev libpmix-bin
   procps iproute2 hostname python3 python3-torch

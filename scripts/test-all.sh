@@ -2,7 +2,8 @@
 # Sets up everything and runs the whole hcg test suite on Debian 12, as root:
 #   1. Debian packages (scripts/deps.sh)
 #   2. build, unit tests (Check) and hcg command tests (bats): make check;
-#      libhcg's NCCL code compiled against older nccl.h stand-ins
+#      libhcg's NCCL code compiled against older nccl.h stand-ins; libhcg's
+#      ABI held to abi/libhcg.abi (scripts/abi-check.sh)
 #   3. the same tests built with AddressSanitizer + UBSan
 #   4. the unit tests and the hcg command under valgrind
 #   5. the Python binding's tests (contrib/python), make distcheck
@@ -103,6 +104,7 @@ step "build" scripts/build.sh build
 step "unit and hcg command tests" check_in build
 step "NCCL guards: compile against older nccl.h (2.17 refused, 2.18, 2.26, 2.27)" \
   tests/runtime/nccl-compat.sh build
+step "ABI check: libhcg against abi/libhcg.abi (abidiff)" scripts/abi-check.sh build
 step "build with AddressSanitizer + UBSan" scripts/build.sh build-asan \
   CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
   LDFLAGS="-fsanitize=address,undefined"

@@ -2,7 +2,7 @@
 # run-tests.sh BUILD_DIR - runs the Python binding's tests against a build.
 #
 # BUILD_DIR is a configured and built hcg tree (at least `make -C runtime`):
-# the tests load BUILD_DIR/runtime/.libs/libhcg.so.0 and compare with the
+# the tests load BUILD_DIR/runtime/.libs/libhcg.so.1 and compare with the
 # BUILD_DIR/runtime/hcg command of the same build.
 #
 # Interpreters: $PYTHON when set; otherwise `python3` from PATH and, when it
@@ -22,7 +22,7 @@ fi
 build=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 
-lib=$build/runtime/.libs/libhcg.so.0
+lib=$build/runtime/.libs/libhcg.so.1
 cli=$build/runtime/hcg
 for f in "$lib" "$cli"; do
     if [ ! -e "$f" ]; then

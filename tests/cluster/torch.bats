@@ -21,7 +21,7 @@ setup() {
   mkdir -p "$OUT"
   chmod 777 "$BATS_TEST_TMPDIR" "$OUT"
   export PYTHONPATH=$SRCDIR/contrib/python
-  export HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.0
+  export HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.1
   SCRIPTS=$BATS_TEST_DIRNAME/torch
 }
 

@@ -16,7 +16,7 @@ In a task started by ``srun --hcg-layout=...``::
 
 PyTorch process groups: :mod:`hcg.torch` (imported on demand).
 
-The library is found as libhcg.so.0 through the dynamic loader, or at the
+The library is found as libhcg.so.1 through the dynamic loader, or at the
 path in $HCG_LIBRARY.
 """
 

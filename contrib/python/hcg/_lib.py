@@ -7,7 +7,7 @@ Communicators are not bound (use hcg.torch, or libhcg's C API directly).
 
 The library is looked up, first match wins:
   1. $HCG_LIBRARY, a path (or a name dlopen understands);
-  2. "libhcg.so.0", the ABI this binding was written for, through the dynamic
+  2. "libhcg.so.1", the ABI this binding was written for, through the dynamic
      loader's own search (LD_LIBRARY_PATH, the ld.so cache);
   3. ctypes.util.find_library("hcg");
   4. "libhcg.so" (a development install with only the unversioned link).
@@ -191,7 +191,7 @@ def _candidates() -> List[str]:
         # An explicit choice is final: silently falling back to another copy
         # of the library would hide the mistake the variable was set to fix.
         return [override]
-    names = ["libhcg.so.0"]
+    names = ["libhcg.so.1"]
     found = ctypes.util.find_library("hcg")
     if found:
         names.append(found)
@@ -212,14 +212,14 @@ def _open() -> ctypes.CDLL:
                 fn = getattr(lib, fname)
             except AttributeError:
                 raise OSError("%s does not export %s: it is not a libhcg with "
-                              "ABI 0 (set HCG_LIBRARY to the right file)"
+                              "ABI 1 (set HCG_LIBRARY to the right file)"
                               % (name, fname)) from None
             fn.restype = restype
             fn.argtypes = argtypes
         return lib
-    raise OSError("cannot load libhcg (install libhcg0, add its directory to "
+    raise OSError("cannot load libhcg (install libhcg1, add its directory to "
                   "LD_LIBRARY_PATH, or set HCG_LIBRARY to the path of "
-                  "libhcg.so.0): " + "; ".join(failures))
+                  "libhcg.so.1): " + "; ".join(failures))
 
 
 def lib() -> Any:
