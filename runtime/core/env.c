@@ -24,27 +24,18 @@ void hcg__env_stem(char *out, size_t cap, const struct hcg_layout *L, int g,
       *p = (char)(*p - 'a' + 'A');
 }
 
-/* The variables every task gets whatever its layout, in the order of the
- * walk; the per-dim ones follow them. */
-enum {
-  VAR_VERSION,
-  VAR_LAYOUT,
-  VAR_RANK,
-  VAR_WORLD_SIZE,
-  VAR_GRIDS,
-  VAR_LANGUAGE,
-  FIXED_VARS
-};
+/* The variables every task gets whatever its layout (enum hcg__env_var,
+ * in the order of the walk); the per-dim ones follow them. */
 static const struct {
   const char *name;
   enum hcg_env_scope scope;
-} fixed[FIXED_VARS] = {
-    [VAR_VERSION] = {"HCG_VERSION", HCG_ENV_SHARED},
-    [VAR_LAYOUT] = {"HCG_LAYOUT", HCG_ENV_SHARED},
-    [VAR_RANK] = {"HCG_RANK", HCG_ENV_PER_RANK},
-    [VAR_WORLD_SIZE] = {"HCG_WORLD_SIZE", HCG_ENV_SHARED},
-    [VAR_GRIDS] = {"HCG_GRIDS", HCG_ENV_PER_RANK},
-    [VAR_LANGUAGE] = {"HCG_LANGUAGE", HCG_ENV_SHARED},
+} fixed[HCG__FIXED_VARS] = {
+    [HCG__VAR_VERSION] = {"HCG_VERSION", HCG_ENV_SHARED},
+    [HCG__VAR_LAYOUT] = {"HCG_LAYOUT", HCG_ENV_SHARED},
+    [HCG__VAR_RANK] = {"HCG_RANK", HCG_ENV_PER_RANK},
+    [HCG__VAR_WORLD_SIZE] = {"HCG_WORLD_SIZE", HCG_ENV_SHARED},
+    [HCG__VAR_GRIDS] = {"HCG_GRIDS", HCG_ENV_PER_RANK},
+    [HCG__VAR_LANGUAGE] = {"HCG_LANGUAGE", HCG_ENV_SHARED},
 };
 
 static int has_suffix(const char *s, size_t n, const char *suffix) {
@@ -52,12 +43,19 @@ static int has_suffix(const char *s, size_t n, const char *suffix) {
   return n > k && !memcmp(s + n - k, suffix, k);
 }
 
+int hcg__env_var(const char *name) {
+  for (int i = 0; name && i < HCG__FIXED_VARS; i++)
+    if (!strcmp(name, fixed[i].name))
+      return i;
+  return -1;
+}
+
 int hcg_env_scope(const char *name) {
   if (!name)
     return 0;
-  for (int i = 0; i < FIXED_VARS; i++)
-    if (!strcmp(name, fixed[i].name))
-      return fixed[i].scope;
+  int i = hcg__env_var(name);
+  if (i >= 0)
+    return fixed[i].scope;
   size_t n = strlen(name);
   if (n > 4 && !memcmp(name, "HCG_", 4) &&
       (has_suffix(name, n, "_RANK") || has_suffix(name, n, "_SIZE")))
@@ -81,20 +79,20 @@ int hcg_rank_env(const hcg_layout *L, int rank, hcg_env_fn fn, void *arg) {
   } while (0)
 
   snprintf(value, sizeof value, "%d", HCG_ENV_VERSION);
-  EMIT(fixed[VAR_VERSION].name, value);
-  EMIT(fixed[VAR_LAYOUT].name, L->text);
+  EMIT(fixed[HCG__VAR_VERSION].name, value);
+  EMIT(fixed[HCG__VAR_LAYOUT].name, L->text);
   snprintf(value, sizeof value, "%d", rank);
-  EMIT(fixed[VAR_RANK].name, value);
+  EMIT(fixed[HCG__VAR_RANK].name, value);
   snprintf(value, sizeof value, "%d", L->world);
-  EMIT(fixed[VAR_WORLD_SIZE].name, value);
+  EMIT(fixed[HCG__VAR_WORLD_SIZE].name, value);
 
   struct hcg_buf b;
   hcg__buf_init(&b, value, sizeof value);
   for (int g = 0; g < L->ngrids; g++)
     if (hcg_grid_contains(L, g, rank))
       hcg__buf_printf(&b, "%s%s", b.len ? "," : "", L->grids[g].name);
-  EMIT(fixed[VAR_GRIDS].name, value);
-  EMIT(fixed[VAR_LANGUAGE].name, L->grids[L->language].name);
+  EMIT(fixed[HCG__VAR_GRIDS].name, value);
+  EMIT(fixed[HCG__VAR_LANGUAGE].name, L->grids[L->language].name);
 
   for (int g = 0; g < L->ngrids; g++) {
     const struct hcg_grid *grid = &L->grids[g];

@@ -142,6 +142,19 @@ int hcg__print_canonical(struct hcg_layout *L, hcg_error *err);
 
 /* ---- env.c ------------------------------------------------------------- */
 /* "HCG_<GRID>[_<VIEW>]_<DIM>" upper-cased, the stem of _RANK and _SIZE. */
+/* The variables every task gets whatever its layout, in hcg_rank_env's
+ * order; env.c alone spells their names. */
+enum hcg__env_var {
+  HCG__VAR_VERSION,
+  HCG__VAR_LAYOUT,
+  HCG__VAR_RANK,
+  HCG__VAR_WORLD_SIZE,
+  HCG__VAR_GRIDS,
+  HCG__VAR_LANGUAGE,
+  HCG__FIXED_VARS
+};
+/* Which of them `name` is, or -1 (a per-dim variable, or none). */
+int hcg__env_var(const char *name);
 void hcg__env_stem(char *out, size_t cap, const struct hcg_layout *L, int g,
                    int v, int d);
 

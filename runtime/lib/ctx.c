@@ -56,12 +56,18 @@ struct consistency {
 
 static int check_var(void *arg, const char *name, const char *want) {
   struct consistency *c = arg;
-  /* The four variables hcg_ctx_init parses itself were checked there (by
+  /* The variables hcg_ctx_init parses itself were checked there (by
    * value: HCG_RANK may be spelled "07"). This is not a scope question:
    * HCG_LANGUAGE is shared and still compared (an empty one is refused). */
-  if (!strcmp(name, "HCG_VERSION") || !strcmp(name, "HCG_LAYOUT") ||
-      !strcmp(name, "HCG_RANK") || !strcmp(name, "HCG_WORLD_SIZE"))
+  switch (hcg__env_var(name)) {
+  case HCG__VAR_VERSION:
+  case HCG__VAR_LAYOUT:
+  case HCG__VAR_RANK:
+  case HCG__VAR_WORLD_SIZE:
     return 0;
+  default:
+    break;
+  }
   const char *have = env_get(c->env, name);
   if (!have || !strcmp(have, want))
     return 0;
@@ -94,59 +100,43 @@ static int read_tag(const char *tag, char *out, hcg_error *err) {
   return HCG_OK;
 }
 
-/* The fan-in bound of the exchange (exchange.c): the config's, else
- * HCG_FANIN, else the default. The same on every process of the job, as the
- * number of fences depends on it. */
-static int read_fanin(const struct envsrc *env, int cfg_fanin, int *out,
-                      hcg_error *err) {
-  if (cfg_fanin != HCG_UNSET && cfg_fanin < 2)
+/* An int setting of the context: the config's field unless HCG_UNSET, else
+ * the variable, else the default, within [lo, hi]. */
+struct setting {
+  const char *field; /* in hcg_ctx_config */
+  const char *var;
+  const char *unit; /* "a number of UNIT in [lo, hi]" */
+  int lo, hi, def;
+};
+
+static int read_setting(const struct envsrc *env, const struct setting *s,
+                        int cfg, int *out, hcg_error *err) {
+  if (cfg != HCG_UNSET && (cfg < s->lo || cfg > s->hi))
     return hcg__fail(err, HCG_EINVAL,
-                     "hcg_ctx_config.fanin must be HCG_UNSET or in [2, %d], "
+                     "hcg_ctx_config.%s must be HCG_UNSET or in [%d, %d], "
                      "got %d",
-                     HCG_MAX_WORLD, cfg_fanin);
-  if (cfg_fanin != HCG_UNSET) {
-    *out = cfg_fanin;
-    return HCG_OK;
-  }
-  *out = HCGRT_DEFAULT_FANIN;
-  const char *v = env_get(env, "HCG_FANIN");
+                     s->field, s->lo, s->hi, cfg);
+  *out = cfg != HCG_UNSET ? cfg : s->def;
+  const char *v = cfg != HCG_UNSET ? NULL : env_get(env, s->var);
+  long long t;
   if (!v)
     return HCG_OK;
-  long long t;
-  if (hcgrt_parse_int(v, 2, HCG_MAX_WORLD, &t))
+  if (hcgrt_parse_int(v, s->lo, s->hi, &t))
     return hcg__fail(err, HCG_EENV,
-                     "HCG_FANIN='%.64s' is not a number of requests in "
-                     "[2, %d]",
-                     v, HCG_MAX_WORLD);
+                     "%s='%.64s' is not a number of %s in [%d, %d]", s->var, v,
+                     s->unit, s->lo, s->hi);
   *out = (int)t;
   return HCG_OK;
 }
 
-static int read_timeout(const struct envsrc *env, int cfg_timeout, int *out,
-                        hcg_error *err) {
-  if (cfg_timeout != HCG_UNSET &&
-      (cfg_timeout < 1 || cfg_timeout > HCG_MAX_TIMEOUT_S))
-    return hcg__fail(err, HCG_EINVAL,
-                     "hcg_ctx_config.timeout_s must be HCG_UNSET or in "
-                     "[1, %d], got %d",
-                     HCG_MAX_TIMEOUT_S, cfg_timeout);
-  if (cfg_timeout != HCG_UNSET) {
-    *out = cfg_timeout;
-    return HCG_OK;
-  }
-  *out = HCG_DEFAULT_TIMEOUT_S;
-  const char *v = env_get(env, "HCG_TIMEOUT");
-  if (!v)
-    return HCG_OK;
-  long long t;
-  if (hcgrt_parse_int(v, 1, HCG_MAX_TIMEOUT_S, &t))
-    return hcg__fail(err, HCG_EENV,
-                     "HCG_TIMEOUT='%.64s' is not a number of seconds in "
-                     "[1, %d]",
-                     v, HCG_MAX_TIMEOUT_S);
-  *out = (int)t;
-  return HCG_OK;
-}
+/* The timeout of fences, gets and NCCL calls. */
+static const struct setting timeout_setting = {
+    "timeout_s", "HCG_TIMEOUT",     "seconds",
+    1,           HCG_MAX_TIMEOUT_S, HCG_DEFAULT_TIMEOUT_S};
+/* The fan-in bound of the exchange (exchange.c). The same on every process
+ * of the job, as the number of fences depends on it. */
+static const struct setting fanin_setting = {
+    "fanin", "HCG_FANIN", "requests", 2, HCG_MAX_WORLD, HCGRT_DEFAULT_FANIN};
 
 /* Version, world, rank, language and layout, in that order. */
 static int read_layout(const struct envsrc *env, hcg_ctx *ctx, hcg_error *err) {
@@ -282,9 +272,10 @@ int hcg_ctx_init(const hcg_ctx_config *user, hcg_ctx **out, hcg_error *err) {
     rc = hcg_rank_env(ctx->layout, ctx->rank, check_var, &c);
   }
   if (!rc)
-    rc = read_timeout(&env, cfg->timeout_s, &ctx->timeout_s, err);
+    rc = read_setting(&env, &timeout_setting, cfg->timeout_s, &ctx->timeout_s,
+                      err);
   if (!rc)
-    rc = read_fanin(&env, cfg->fanin, &ctx->fanin, err);
+    rc = read_setting(&env, &fanin_setting, cfg->fanin, &ctx->fanin, err);
   if (!rc) {
     long long local;
     const char *v = env_get(&env, "SLURM_LOCALID");
