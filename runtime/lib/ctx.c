@@ -65,6 +65,12 @@ static int check_var(void *arg, const char *name, const char *want) {
   const char *have = env_get(c->env, name);
   if (!have || !strcmp(have, want))
     return 0;
+  /* Set but empty is a broken environment, not a changed rank. */
+  if (!*have)
+    return hcg__fail(c->err, HCG_EMISMATCH,
+                     "%s is set but empty; HCG_LAYOUT gives '%.128s': unset "
+                     "it, or let srun --hcg-layout set it",
+                     name, want);
   return hcg__fail(c->err, HCG_EMISMATCH,
                    "%s='%.128s' but HCG_RANK=%d and HCG_LAYOUT give '%.128s': "
                    "the HCG_* variables disagree (was HCG_RANK changed after "

@@ -100,6 +100,9 @@ teardown() {
   grep -qx 'HCG_LANGUAGE=enc' "$OUT/task.3"
   try_srun 4 'llm:tp=2; dec:tp=2'
   refused "the language module 'enc' is not a grid of the layout \(grids: llm, dec\)"
+  # It chooses among several grids: a one-grid layout still runs.
+  check_layout 4 'tp=2,dp=*'
+  grep -qx 'HCG_LANGUAGE=world' "$OUT/task.0"
 }
 
 @test "srun's language choice is what the node uses" {

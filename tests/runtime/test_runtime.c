@@ -307,6 +307,10 @@ START_TEST(test_env_mismatch) {
                    "HCG_GRIDS=vision");
   expect_env_error(MIMO, 16, 5, HCG_EMISMATCH, "HCG_LANGUAGE",
                    "HCG_LANGUAGE=", "HCG_GRIDS=llm");
+  /* An empty variable is not blamed on a changed HCG_RANK. */
+  expect_env_error(MIMO, 16, 5, HCG_EMISMATCH,
+                   "HCG_LANGUAGE is set but empty; HCG_LAYOUT gives 'llm'",
+                   "HCG_LANGUAGE=");
   /* Per-dim variables may be absent (a plugstack option can turn them
    * off): the rest still identifies the task. */
   struct env e;

@@ -322,6 +322,19 @@ START_TEST(task_env_site_policy) {
   t.language = "enc";
   ck_assert_int_eq(hcgp_task_env(v, strlen(v), &t, collect_env, &got, &err),
                    HCG_OK);
+  /* The site's language= chooses among several grids: a one-grid layout's
+   * only grid is its language module, whatever the site names. */
+  const char *one = "hcg1:5.0:world:world@0:tp=2,dp=2";
+  memset(&got, 0, sizeof got);
+  t.language = "llm";
+  t.max_bytes = 0;
+  ck_assert_msg(hcgp_task_env(one, strlen(one), &t, collect_env, &got, &err) ==
+                    HCG_OK,
+                "%s", err.message);
+  int found = 0;
+  for (int i = 0; i < got.n; i++)
+    found |= !strcmp(got.lines[i], "HCG_LANGUAGE=world");
+  ck_assert(found);
 }
 END_TEST
 
