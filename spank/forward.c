@@ -113,6 +113,8 @@ int hcgp_forward_decode(const char *value, size_t value_len, uint32_t job,
     return hcg__fail(err, HCG_EENV, "%s", malformed);
   memcpy(language, p, (size_t)(colon - p));
   language[colon - p] = '\0';
+  if (!hcg_name_valid(language)) /* srun forwards a grid's name */
+    return hcg__fail(err, HCG_EENV, "%s", malformed);
   *text = colon + 1;
   *len = (size_t)(end - (colon + 1));
   return HCG_OK;

@@ -179,6 +179,9 @@ START_TEST(forward_malformed) {
       "hcg1:99999999999.2:llm:x=1",
       "hcg1:1.2:abcdefghijklmnopqrstuvwxyz0123456789:x=1",
       "tp=2,dp=4",
+      /* Found by fuzz_forward: the language module is a grid name. */
+      "hcg1:1.2:woHCG_LLM_EX0:dp=1",
+      "hcg1:1.2:llm x:dp=1",
   };
   char lang[HCG_MAX_NAME + 1];
   const char *text;
