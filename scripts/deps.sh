@@ -77,10 +77,21 @@ wait_for_locks() {
   done
 }
 
-missing=""
-for p in $packages; do
-  present "$p" || missing="$missing $p"
-done
+find_missing() {
+  missing=""
+  for p in $packages; do
+    present "$p" || missing="$missing $p"
+  done
+}
+
+# While another apt-get or dpkg runs, a package it is configuring (or whose
+# trigger it is running: man-db) looks half-installed: look again once it
+# is done, so that only what is really missing gets installed.
+find_missing
+if [ -n "$missing" ]; then
+  wait_for_locks
+  find_missing
+fi
 if [ -z "$missing" ]; then
   echo "deps: all packages present"
   exit 0
@@ -90,7 +101,6 @@ export DEBIAN_FRONTEND=noninteractive
 # The probe above and apt's own lock timeout cover each other: between our
 # check and apt taking the lock, another apt-get may start again.
 apt_lock="-o DPkg::Lock::Timeout=$lock_wait"
-wait_for_locks
 # shellcheck disable=SC2086
 apt-get $apt_lock update -q || {
   echo "deps: 'apt-get update' failed (see above)" >&2
