@@ -132,9 +132,8 @@ typedef struct hcg_layout_config {
   /* Ranks in the world (the step's task count). 0: derive it from the
    * layout, which then must not use '*' in a grid. */
   int world_size;
-  /* Name of the language module's grid among several, or NULL for the
-   * default rule: a grid named "llm" or "language". A one-grid layout's only
-   * grid is always its language module (the name is then not used). */
+  /* Name of the language module's grid, or NULL for the default rule: a grid
+   * named "llm" or "language", else the only grid of a one-grid layout. */
   const char *language;
   /* Longest layout text accepted, in bytes; 0 means HCG_MAX_LAYOUT_BYTES.
    * Larger values are clamped to HCG_MAX_LAYOUT_BYTES. */

@@ -103,6 +103,10 @@ int hcgp_load_layout(void);
 /* The core's configuration for the loaded layout in a world of `world`
  * ranks (0: unknown yet). */
 hcg_layout_config hcgp_load_config(int world);
+/* Parses the loaded layout for `world` ranks under the site's policy. The
+ * site's language= chooses among several grids: a one-grid layout's only
+ * grid is its language module whatever the site names (doc/plugin.md). */
+int hcgp_load_parse(int world, hcg_layout **out, hcg_error *err);
 /* Prints a layout error, and where the bound comes from when it is one. */
 void hcgp_log_layout_error(const hcg_error *err);
 

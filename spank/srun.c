@@ -69,11 +69,9 @@ int hcgp_srun_user_init(spank_t sp) {
     return refuse(job, step);
   }
 
-  hcg_layout_config cfg = hcgp_load_config((int)world);
   hcg_layout *layout = NULL;
   hcg_error err = HCG_ERROR_INIT;
-  if (hcg_layout_parse(hcgp_state.text, hcgp_state.text_len, &cfg, &layout,
-                       &err)) {
+  if (hcgp_load_parse((int)world, &layout, &err)) {
     hcgp_log_layout_error(&err);
     slurm_error(HCGP_LOG_PREFIX "the layout does not fit this step of %" PRIu32
                                 " task%s; no task will run",

@@ -224,13 +224,6 @@ static int choose_language(struct hcg_layout *L, const struct hcg_source *src,
   struct hcg_buf gb;
   hcg__buf_init(&gb, grids, sizeof grids);
   list_grids(&gb, L);
-  /* A one-grid layout's only grid is its language module, whatever name is
-   * given: a site-wide language= chooses among several grids and must not
-   * refuse every plain layout ("tp=2,dp=*" is grid 'world'). */
-  if (L->ngrids == 1) {
-    L->language = 0;
-    return HCG_OK;
-  }
   if (language) {
     L->language = find_grid(L, language);
     if (L->language < 0)
@@ -248,6 +241,8 @@ static int choose_language(struct hcg_layout *L, const struct hcg_source *src,
                         "language module; rename one or name the language "
                         "module explicitly");
   L->language = llm >= 0 ? llm : lang;
+  if (L->language < 0 && L->ngrids == 1)
+    L->language = 0;
   if (L->language < 0)
     return hcg__fail_at(err, HCG_ELAYOUT, src, L->grids[0].pos,
                         "no language module among the grids (%s): name one "

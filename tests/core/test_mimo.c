@@ -78,14 +78,6 @@ START_TEST(language_module) {
   ck_assert_int_eq(hcg_layout_language(L), 0);
   ck_assert_str_eq(hcg_grid_name(L, 0), "world");
   hcg_layout_free(L);
-  /* A site-wide language= does not refuse a one-grid layout: its only grid
-   * is the language module whatever name is given. */
-  L = must_parse_lang("a=8", 8, "llm");
-  ck_assert_int_eq(hcg_layout_language(L), 0);
-  hcg_layout_free(L);
-  L = must_parse_lang("vision:tp=8", 8, "llm");
-  ck_assert_int_eq(hcg_layout_language(L), 0);
-  hcg_layout_free(L);
   expect_error("enc:tp=4; dec:tp=4", 8, HCG_ELAYOUT, 1,
                "no language module among the grids (enc, dec)");
   expect_error("llm:tp=4; language:tp=4", 8, HCG_ELAYOUT, 11,

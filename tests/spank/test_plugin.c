@@ -367,6 +367,26 @@ START_TEST(srun_does_not_fit_refuses_the_step) {
 }
 END_TEST
 
+START_TEST(srun_site_language_chooses_among_grids) {
+  /* A site-wide language=llm: a one-grid layout still runs (its only grid
+   * is the language module); several grids without llm are refused. */
+  ck_assert_int_eq(start(S_CTX_LOCAL, "language=llm"), 0);
+  option("tp=2,dp=*");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:world:world@0:tp=2,dp=2");
+  stop();
+  ck_assert_int_eq(start(S_CTX_LOCAL, "language=llm"), 0);
+  option("enc:tp=2; dec:tp=2");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
+  expect_log("the language module 'llm' is not a grid of the layout (grids: "
+             "enc, dec)");
+  stop();
+}
+END_TEST
+
 START_TEST(srun_heterogeneous_step) {
   ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
   option("tp=2");
@@ -773,6 +793,7 @@ static Suite *suite(void) {
   tcase_add_test(t, srun_none);
   tcase_add_test(t, srun_syntax_error_before_allocation);
   tcase_add_test(t, srun_does_not_fit_refuses_the_step);
+  tcase_add_test(t, srun_site_language_chooses_among_grids);
   tcase_add_test(t, srun_heterogeneous_step);
   tcase_add_test(t, srun_no_task_count);
   tcase_add_test(t, srun_repeats_and_conflicts);
