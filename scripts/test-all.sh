@@ -1,6 +1,6 @@
 #!/bin/bash
 # Sets up everything and runs the whole hcg test suite on Debian 12, as root:
-#   1. Debian packages (scripts/deps.sh)
+#   1. Debian packages (scripts/deps.sh), and deps.sh beside a held dpkg lock
 #   2. build, unit tests (Check) and hcg command tests (bats): make check;
 #      libhcg's NCCL code compiled against older nccl.h stand-ins
 #   3. the same tests built with AddressSanitizer + UBSan
@@ -99,6 +99,7 @@ valgrind_suite() {
 }
 
 step "dependencies" scripts/deps.sh
+step "deps.sh beside a held dpkg lock (5 s)" tests/setup/deps-lock.sh
 step "build" scripts/build.sh build
 step "unit and hcg command tests" check_in build
 step "NCCL guards: compile against older nccl.h (2.17 refused, 2.18, 2.26, 2.27)" \
