@@ -49,7 +49,10 @@ static int collect(void *arg, const char *name, const char *value) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 4)
     return 0;
-  struct hcgp_task t = {JOB, STEP, 0, 0, 0, 0, NULL};
+  struct hcgp_task t;
+  memset(&t, 0, sizeof t); /* by name below: the struct may grow */
+  t.job = JOB;
+  t.step = STEP;
   t.world = 1u + data[0];
   t.rank = data[1] % t.world;
   t.export_dims = data[2] & 1;
