@@ -129,13 +129,14 @@ explained() { # N LAYOUT
   het_step 4 4 --hcg-layout='vision:tp=2,dp=2; llm:tp=2,dp=*'
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   explained 8 'vision:tp=2,dp=2; llm:tp=2,dp=*'
-  # A grid may also span both components whole.
-  het_step 2 4 --hcg-layout='tp=2,dp=*'
+  # A grid may also span both components whole; @PATH is read by srun.
+  echo 'tp=2,dp=*' >"$BATS_TEST_TMPDIR/layout.hcg"
+  het_step 2 4 --hcg-layout="@$BATS_TEST_TMPDIR/layout.hcg"
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   explained 6 'tp=2,dp=*'
 }
 
-@test "heterogeneous step under --mpi=pmix: hcg-hello forms the groups of both components in one exchange" {
+@test "heterogeneous step under --mpi=pmix: one namespace, hcg-hello forms the groups of both components in one exchange" {
   local hello=$BUILD/runtime/hcg-hello
   run timeout 120 srun -n 4 --overcommit --mpi=pmix \
     --hcg-layout='vision:tp=2,dp=2; llm:tp=2,dp=*' "$hello" : \
@@ -144,6 +145,13 @@ explained() { # N LAYOUT
   grep -qx 'group 1 vision:tp members=0,1 index=1 leader=0 id=[0-9a-f]*' <<<"$output"
   grep -qx 'group 6 llm:dp members=4,6 index=1 leader=4 id=[0-9a-f]*' <<<"$output"
   [ "$(grep -c '^fences [0-7] 1 exchanges 1$' <<<"$output")" -eq 8 ]
+  # One PMIx namespace: PMIx rank and job size are the step's.
+  local probe=$BUILD/tests/cluster/hcg_probe
+  [ -x "$probe" ] || return 0
+  run timeout 120 srun -n 2 --overcommit --mpi=pmix \
+    --hcg-layout='vision:tp=2; llm:tp=2,dp=*' "$probe" pmix : -n 4 --overcommit "$probe" pmix
+  [ "$status" -eq 0 ] || { echo "$output"; false; }
+  [ "$(grep -c '^ok [0-5] 6 HCG_RANK=[0-5] HCG_WORLD_SIZE=6$' <<<"$output")" -eq 6 ]
 }
 
 @test "heterogeneous step: a grid straddling the components is refused, no task runs" {
