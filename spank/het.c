@@ -17,6 +17,7 @@
  * components after the first (local_user_init's may not: hetstep.h). */
 int hcgp_het_post_opt(void) {
   static int calls;
+  hcgp_state.component_cbs = 0; /* the next component's options follow */
   if (++calls != HCGP_HET_COMPONENTS)
     return 0;
   /* Never let an outer step's value reach a component. */

@@ -64,6 +64,8 @@ struct hcgp_state {
   int from_env;         /* inherited from sbatch/salloc: a command-line
                            value may replace it                       */
   int conflict;         /* two different values were given            */
+  int replaced_env;     /* a command-line value replaced the inherited */
+  int component_cbs;    /* srun: callbacks since the last post_opt     */
   char *conflict_value; /* the second one, for the message           */
 
   /* srun, sbatch, salloc: the layout text after reading @PATH. */

@@ -178,17 +178,23 @@ explained() { # N LAYOUT
   refused "hcg: --hcg-layout is given twice with different values \('tp=2' and 'tp=4'\)"
 }
 
-@test "sbatch hetjob: srun --het-group=0,1 inherits the layout" {
+@test "sbatch hetjob: srun --het-group=0,1 inherits the layout, or replaces it" {
   cat >"$BATS_TEST_TMPDIR/job.sh" <<'SCRIPT'
 #!/bin/bash
 #SBATCH -n 2 --overcommit --hcg-layout=vision:tp=2;llm:tp=2,dp=*
 #SBATCH hetjob
 #SBATCH -n 4 --overcommit
-srun --het-group=0,1 /bin/bash -c 'env | grep -E "^(HCG_|SLURM_HCG_)" | sort >"$0/task.$SLURM_PROCID"' "$1"
+set -e
+cmd='env | grep -E "^(HCG_|SLURM_HCG_)" | sort >"$0/task.$SLURM_PROCID"'
+srun --het-group=0,1 /bin/bash -c "$cmd" "$1"
+srun --het-group=0,1 --hcg-layout='tp=2,dp=*' /bin/bash -c "$cmd" "$1/over"
+srun --het-group=0,1 --hcg-layout=none /bin/bash -c '[ -z "$HCG_RANK" ]'
 SCRIPT
+  mkdir -m 777 "$OUT/over"
   run timeout 120 sbatch --wait -o "$OUT/job.out" "$BATS_TEST_TMPDIR/job.sh" "$OUT"
   [ "$status" -eq 0 ] || { cat "$OUT/job.out"; false; }
   explained 6 'vision:tp=2;llm:tp=2,dp=*'
+  OUT=$OUT/over explained 6 'tp=2,dp=*'
 }
 
 @test "a heterogeneous step without --hcg-layout still runs" {

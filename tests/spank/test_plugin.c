@@ -405,6 +405,35 @@ START_TEST(srun_heterogeneous_two_layouts) {
 }
 END_TEST
 
+/* In a batch job, srun --het-group=0,1 --hcg-layout=X reads the inherited
+ * value again for each component: X replaces it for the whole step. */
+START_TEST(srun_heterogeneous_replaces_inherited) {
+  setenv(INHERITED, "tp=2", 1);
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2"); /* inherited */
+  option("tp=4"); /* command line */
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  option("tp=2"); /* inherited, read again for the second component */
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:het:tp=4");
+  stop();
+  unload_plugin();
+  load_plugin();
+
+  /* Another value in the second component is still a second layout. */
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2");
+  option("tp=4");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  option("tp=2");
+  option("tp=8");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  expect_log("given twice with different values ('tp=4' and 'tp=8')");
+  stop();
+  unsetenv(INHERITED);
+}
+END_TEST
+
 START_TEST(srun_no_task_count) {
   ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
   option("tp=2");
@@ -837,6 +866,7 @@ static Suite *suite(void) {
   tcase_add_test(t, srun_does_not_fit_refuses_the_step);
   tcase_add_test(t, srun_heterogeneous_step);
   tcase_add_test(t, srun_heterogeneous_two_layouts);
+  tcase_add_test(t, srun_heterogeneous_replaces_inherited);
   tcase_add_test(t, task_of_heterogeneous_step);
   tcase_add_test(t, srun_no_task_count);
   tcase_add_test(t, srun_repeats_and_conflicts);
