@@ -13,12 +13,16 @@
 #include "plugin.h"
 
 /* srun calls init_post_opt once per component: a second call means a
- * heterogeneous step, and what is set in the environment now reaches the
- * components after the first (local_user_init's may not: hetstep.h). */
+ * heterogeneous step, and what is set in the environment now reaches every
+ * component (local_user_init's may not: hetstep.h). Done again for each
+ * later component, whose options may change things; slurmstepd refuses a
+ * step of more than two. */
 int hcgp_het_post_opt(void) {
   static int calls;
   hcgp_state.component_cbs = 0; /* the next component's options follow */
-  if (++calls != HCGP_HET_COMPONENTS)
+  if (calls < HCGP_HET_COMPONENTS)
+    calls++;
+  if (calls < HCGP_HET_COMPONENTS)
     return 0;
   /* Never let an outer step's value reach a component. */
   unsetenv(HCGP_FORWARD_ENV);

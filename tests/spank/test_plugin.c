@@ -379,6 +379,8 @@ START_TEST(srun_heterogeneous_step) {
   ck_assert_str_eq(getenv(FWD), "hcg1:1.0:world:world@0:tp=2");
   ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0); /* a second component */
   ck_assert_str_eq(getenv(FWD), "hcg1:het:tp=2");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0); /* a third: nodes refuse */
+  ck_assert_str_eq(getenv(FWD), "hcg1:het:tp=2");
   /* user_init leaves it: what it sets may reach one component only. */
   ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
   ck_assert_str_eq(getenv(FWD), "hcg1:het:tp=2");
