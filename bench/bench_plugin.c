@@ -7,6 +7,9 @@
  * HCG_* variables (spank/forward.c: hcgp_task_env, the very code the plugin
  * runs; only spank_setenv is replaced by a counter). Ranks are sampled
  * across the whole world, so a cost that grew with the world would show.
+ * A heterogeneous step (spank/hetstep.c: hcgp_het_task_env) is timed the
+ * same way: its slurmstepd parses srun's text, checks the components and
+ * then does the plain step's work.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +18,7 @@
 #include <time.h>
 
 #include "forward.h"
+#include "hetstep.h"
 
 static double now(void) {
   struct timespec ts;
@@ -48,6 +52,55 @@ struct layout_case {
   const char *name;
   const char *text;
 };
+
+/* vision on the first quarter of the step (component 0), llm on the rest
+ * (component 1). */
+static int het_steps(void) {
+  static const int shifts[] = {10, 16, 20};
+  enum { SAMPLES = 20000, ROUNDS = 7 };
+  printf("\nheterogeneous step of two components (vision on the first "
+         "quarter, llm on the rest)\n");
+  printf("%-20s %9s %8s %6s %12s\n", "layout", "world", "bytes", "vars",
+         "ns per task");
+  for (size_t s = 0; s < sizeof shifts / sizeof shifts[0]; s++) {
+    int world = 1 << shifts[s], first = world / 4;
+    char text[128], *fwd = NULL;
+    snprintf(text, sizeof text, "vision:tp=8,dp=%d; llm:tp=8,cp=2,dp=*,pp=4",
+             first / 8);
+    hcg_error err = HCG_ERROR_INIT;
+    if (hcgp_het_encode(text, strlen(text), &fwd, &err)) {
+      fprintf(stderr, "bench_plugin: %s\n", err.message);
+      return 1;
+    }
+    size_t len = strlen(fwd);
+    char ntasks[16];
+    snprintf(ntasks, sizeof ntasks, "%d", world);
+    double rounds[ROUNDS];
+    struct sink sink = {0, 0};
+    for (int r = 0; r < ROUNDS; r++) {
+      double t0 = now();
+      for (int i = 0; i < SAMPLES; i++) {
+        uint32_t g = sample_rank(i + r * SAMPLES, world);
+        uint32_t base = g < (uint32_t)first ? 0 : (uint32_t)first;
+        uint32_t count = base ? (uint32_t)(world - first) : (uint32_t)first;
+        char procid[16];
+        snprintf(procid, sizeof procid, "%u", g);
+        struct hcgp_het_task t = {
+            {42, 0, count, g - base, 1, 0, NULL}, procid, ntasks, "2"};
+        if (hcgp_het_task_env(fwd, len, &t, count_var, &sink, NULL, &err)) {
+          fprintf(stderr, "bench_plugin: %s\n", err.message);
+          return 1;
+        }
+      }
+      rounds[r] = (now() - t0) / SAMPLES * 1e9;
+    }
+    qsort(rounds, ROUNDS, sizeof rounds[0], cmp_double);
+    printf("%-20s %9d %8zu %6d %12.0f\n", "MIMO over components", world, len,
+           sink.vars / (ROUNDS * SAMPLES), rounds[ROUNDS / 2]);
+    free(fwd);
+  }
+  return 0;
+}
 
 int main(void) {
   static const struct layout_case cases[] = {
@@ -109,5 +162,5 @@ int main(void) {
       hcg_layout_free(L);
     }
   }
-  return 0;
+  return het_steps();
 }

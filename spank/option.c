@@ -3,8 +3,9 @@
  *
  * Slurm calls the callback with the argument as typed, possibly several
  * times: from the environment of an sbatch/salloc job first, then from the
- * command line (srun, sbatch, salloc); and twice in slurmstepd (launch
- * message, then environment) with the same value. The callback therefore
+ * command line (srun, sbatch, salloc), both again for each component of a
+ * heterogeneous srun; and twice in slurmstepd (launch message, then
+ * environment) with the same value. The callback therefore
  * only records what it sees; the decisions, and every message, come later
  * in init_post_opt (srun, sbatch, salloc) or task_init (slurmstepd), where
  * they can be explained properly instead of Slurm's generic "Invalid
@@ -42,14 +43,16 @@ static int option_cb(int val, const char *arg, int remote) {
   if (!arg)
     arg = "";
   size_t n = strnlen(arg, (size_t)HCGP_OPTION_CAP + 1);
+  /* Slurm reads inherited options before the command line, so the first
+   * value (of each component of a heterogeneous srun) is the inherited one
+   * exactly when it equals the job's variable. */
+  const char *inherited = remote ? NULL : getenv(HCGP_OPTION_INHERITED_ENV);
+  int env_first = !remote && hcgp_state.component_cbs++ == 0 && inherited &&
+                  !strcmp(inherited, arg);
 
   if (!hcgp_state.given) {
     hcgp_state.given = 1;
-    /* Slurm reads inherited options before the command line, so the first
-     * value is the inherited one exactly when it equals the job's variable.
-     */
-    const char *inherited = remote ? NULL : getenv(HCGP_OPTION_INHERITED_ENV);
-    hcgp_state.from_env = inherited && !strcmp(inherited, arg);
+    hcgp_state.from_env = env_first;
     remember(arg, n);
     return 0;
   }
@@ -57,10 +60,13 @@ static int option_cb(int val, const char *arg, int remote) {
     return 0; /* identical repeat: slurmstepd always sees the value twice */
   if (!hcgp_state.value && n > HCGP_OPTION_CAP)
     return 0; /* two oversized values: refused for their size anyway */
+  if (env_first && hcgp_state.replaced_env)
+    return 0; /* read again for a later component, already replaced */
   if (!remote && hcgp_state.from_env) {
     /* A command-line value replaces the one a batch script inherited, like
      * every other srun option set both ways. */
     hcgp_state.from_env = 0;
+    hcgp_state.replaced_env = 1;
     remember(arg, n);
     return 0;
   }

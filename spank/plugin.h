@@ -14,12 +14,14 @@
  *   slurmd.c      slurmd: check plugstack.conf once, for the admin's log
  *   slurmstepd.c  slurmstepd: set each task's HCG_* variables
  *   option.c      --hcg-layout: registration and the option callback
+ *   het.c         heterogeneous steps, in srun and slurmstepd
  *   load.c        plugstack.conf arguments and the layout, as read by srun,
  *                 sbatch and salloc
  *   state.c       the process's state
  *   log.c         messages, all prefixed "hcg: "
  *   args.c        plugstack.conf parsing (pure C)      } libhcgspank.la,
  *   forward.c     srun -> slurmstepd hand-over (pure C) } also unit tested
+ *   hetstep.c     heterogeneous steps (pure C)          }
  */
 #ifndef HCGP_PLUGIN_H
 #define HCGP_PLUGIN_H
@@ -62,6 +64,8 @@ struct hcgp_state {
   int from_env;         /* inherited from sbatch/salloc: a command-line
                            value may replace it                       */
   int conflict;         /* two different values were given            */
+  int replaced_env;     /* a command-line value replaced the inherited */
+  int component_cbs;    /* srun: callbacks since the last post_opt     */
   char *conflict_value; /* the second one, for the message           */
 
   /* srun, sbatch, salloc: the layout text after reading @PATH. */
@@ -109,6 +113,22 @@ hcg_layout_config hcgp_load_config(int world);
 int hcgp_load_parse(int world, hcg_layout **out, hcg_error *err);
 /* Prints a layout error, and where the bound comes from when it is one. */
 void hcgp_log_layout_error(const hcg_error *err);
+
+/* ---- het.c (heterogeneous steps, see hetstep.h) ------------------------ */
+struct hcgp_task;
+typedef int (*hcgp_het_setenv_fn)(void *arg, const char *name,
+                                  const char *value);
+/* srun init_post_opt, every call: forwards the layout to the components
+ * after the first. */
+int hcgp_het_post_opt(void);
+/* srun user_init: 1 for a heterogeneous step, which srun leaves alone
+ * (its slurmstepds check it, see hetstep.h). */
+int hcgp_het_srun(spank_t sp);
+/* slurmstepd task_init of a heterogeneous step: every variable of the
+ * task's global rank through fn; logs once per component, -1 on error. */
+int hcgp_het_task_init(spank_t sp, const char *forwarded,
+                       const struct hcgp_task *task, hcgp_het_setenv_fn fn,
+                       void *arg);
 
 /* ---- the contexts ------------------------------------------------------ */
 int hcgp_srun_post_opt(spank_t sp);

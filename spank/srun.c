@@ -16,7 +16,7 @@
  * asks for an allocation. The task count comes later. */
 int hcgp_srun_post_opt(spank_t sp) {
   (void)sp;
-  return hcgp_load_layout();
+  return hcgp_load_layout() ? -1 : hcgp_het_post_opt();
 }
 
 /* Makes every task of the step fail before the user's program starts (see
@@ -36,6 +36,8 @@ static int refuse(uint32_t job, uint32_t step) {
 }
 
 int hcgp_srun_user_init(spank_t sp) {
+  if (hcgp_het_srun(sp))
+    return 0; /* a heterogeneous step: see hetstep.h */
   /* A value inherited from an outer hcg step must never reach this step's
    * tasks, whatever happens next. */
   unsetenv(HCGP_FORWARD_ENV);
@@ -55,11 +57,6 @@ int hcgp_srun_user_init(spank_t sp) {
       world == 0) {
     hcgp_log_error("srun did not tell the step's task count; cannot check the "
                    "layout, no task will run");
-    return refuse(job, step);
-  }
-  if (hcgp_step_heterogeneous(getenv("SLURM_NTASKS"), world)) {
-    hcgp_log_error("heterogeneous steps are not supported yet; no task will "
-                   "run (give --hcg-layout to a step of one component only)");
     return refuse(job, step);
   }
   if (world > HCG_MAX_WORLD) {

@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "forward.h"
+#include "hetstep.h"
 
 /* ---- plugstack.conf arguments ------------------------------------------ */
 
@@ -399,6 +400,39 @@ START_TEST(heterogeneous_steps) {
 }
 END_TEST
 
+/* Grids against two components [0, first) and [first, world). */
+static int het_check(const char *text, uint32_t first, uint32_t world) {
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = (int)world;
+  hcg_layout *layout = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcg_layout_parse(text, strlen(text), &cfg, &layout, &err),
+                   0);
+  int rc = hcgp_het_check(layout, first, world, &err);
+  hcg_layout_free(layout);
+  return rc;
+}
+
+START_TEST(het_components) {
+  /* Inside one component each, or the whole step. */
+  ck_assert_int_eq(het_check("vision:tp=2,dp=2; llm:tp=2,dp=*", 4, 8), 0);
+  ck_assert_int_eq(het_check("tp=2,dp=*", 4, 8), 0);
+  ck_assert_int_eq(het_check("a:tp=2; b:tp=2; llm:tp=2,dp=*", 4, 10), 0);
+  /* Across the boundary. */
+  ck_assert_int_eq(het_check("vision:tp=2,dp=3; llm:tp=2", 4, 8), HCG_ELAYOUT);
+  ck_assert_int_eq(het_check("vision:tp=2; llm:tp=2,dp=*", 4, 8), HCG_ELAYOUT);
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcgp_het_check(NULL, 4, 8, &err), HCG_EINVAL);
+
+  char *v = NULL;
+  ck_assert_int_eq(hcgp_het_encode("tp=2", 4, &v, &err), 0);
+  ck_assert_str_eq(v, "hcg1:het:tp=2");
+  free(v);
+  ck_assert_int_eq(hcgp_het_encode("tp\0=2", 5, &v, &err), HCG_ELIMIT);
+  ck_assert_ptr_null(v);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("spank");
   TCase *a = tcase_create("args");
@@ -415,6 +449,7 @@ static Suite *suite(void) {
   tcase_add_test(f, forward_malformed);
   tcase_add_test(f, forward_too_long);
   tcase_add_test(f, heterogeneous_steps);
+  tcase_add_test(f, het_components);
   suite_add_tcase(s, f);
   TCase *t = tcase_create("task");
   tcase_add_test(t, task_env_matches_core);
