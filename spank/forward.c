@@ -132,9 +132,8 @@ int hcgp_forward_refused(const char *value, size_t value_len, uint32_t job,
  * hcg(1) in step. HCG_TEST_COMM_FAIL and HCG_REQUIRE_TORCH are test hooks,
  * HCG_DEBUG_REQUESTS a counter for tests. */
 static const char *const user_settings[] = {
-    "HCG_TIMEOUT",       "HCG_TRACE",
-    "HCG_FANIN",         "HCG_LIBRARY",
-    "HCG_CLI",           "HCG_TEST_COMM_FAIL",
+    "HCG_TIMEOUT",       "HCG_TRACE",          "HCG_FANIN",
+    "HCG_LIBRARY",       "HCG_CLI",            "HCG_TEST_COMM_FAIL",
     "HCG_REQUIRE_TORCH", "HCG_DEBUG_REQUESTS",
 };
 
