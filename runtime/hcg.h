@@ -678,6 +678,12 @@ int hcg_ctx_embedding_group(const hcg_ctx *ctx, enum hcg_embedding kind,
                             int out[2], int *n);
 /* This rank's MIMO role in a grid (see hcg_rank_stage). */
 int hcg_ctx_stage(const hcg_ctx *ctx, int grid, int *is_first, int *is_last);
+/* Whether this rank's group along a dim of a grid's view lies inside one
+ * node, as the plugin's placement check found (HCG_<GRID>[_<VIEW>]_<DIM>
+ * _LOCAL): 1 yes, 0 it crosses nodes, -1 not known (placement=off, a dim
+ * not on the site's intra_node_dims list, a shared view dim (ask the base),
+ * a rank outside the grid, or NULL). */
+int hcg_ctx_node_local(const hcg_ctx *ctx, int grid, int view, int dim);
 
 /* Counters of a context, for tests and diagnostics. */
 typedef struct hcg_ctx_stats {
