@@ -100,8 +100,12 @@ int hcgp_stepd_placement(spank_t sp, const char *forwarded,
     return -1;
   }
   const char *dims = hcgp_state.args.intra_node_dims;
-  int rc = hcg_rank_placement_env(L, (int)t->rank, dims, on_this_node, sp,
-                                  set_local, sp);
+  /* Per-dim variables, like _RANK and _SIZE: export_dims=no leaves them
+   * out (the check itself still runs). */
+  int rc = t->export_dims
+               ? hcg_rank_placement_env(L, (int)t->rank, dims, on_this_node, sp,
+                                        set_local, sp)
+               : 0;
   int nlocal = 0;
   int *local = rc ? NULL : local_tasks(sp, &nlocal);
   struct hcgp_node_check check;

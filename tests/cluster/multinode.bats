@@ -95,7 +95,7 @@ SCRIPT
   [ "$status" -eq 0 ] || { cat "$OUT/job.out"; false; }
   "$HCG" explain -n 8 'tp=2,dp=*,pp=2' --format json >"$OUT/explain.json"
   for r in $(seq 0 7); do
-    diff -u <(expected_env "$OUT/explain.json" "$r") "$OUT/task.$r"
+    diff -u <(expected_env "$OUT/explain.json" "$r") <(layout_vars "$OUT/task.$r")
   done
 }
 

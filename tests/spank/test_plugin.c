@@ -616,7 +616,7 @@ START_TEST(task_export_dims_no) {
   option("tp=2");
   task_env_set(FWD, "hcg1:7.3:world:world@0:tp=2");
   ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
-  ck_assert_int_eq(task_env_count("HCG_"), 7); /* 6 + HCG_WORLD_TP_LOCAL */
+  ck_assert_int_eq(task_env_count("HCG_"), 6); /* no HCG_WORLD_TP_LOCAL */
   ck_assert_ptr_null(task_env("HCG_WORLD_TP_RANK"));
   stop();
 }
