@@ -118,7 +118,7 @@ int hcgp_stepd_placement(spank_t sp, const char *forwarded,
              !(rc = hcgp_node_check(L, dims, local, nlocal, on_this_node, sp,
                                     &check)) &&
              check.crossing) {
-    uint32_t lid = 1;
+    int lid = 1; /* S_TASK_ID is an int * */
     char here[128], line[2 * HCG_ERROR_MAX];
     /* The node's first task speaks for the node, if the node speaks. */
     if (check.speak && spank_get_item(sp, S_TASK_ID, &lid) == ESPANK_SUCCESS &&
