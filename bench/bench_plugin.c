@@ -53,6 +53,17 @@ struct layout_case {
   const char *text;
 };
 
+/* The layout for `world` ranks, or NULL (said on stderr). */
+static hcg_layout *parse(const char *text, int world) {
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = world;
+  hcg_layout *L = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  if (hcg_layout_parse(text, strlen(text), &cfg, &L, &err))
+    fprintf(stderr, "bench_plugin: %s\n", err.message);
+  return L;
+}
+
 /* ---- the placement check (spank/stepd_placement.c) ---------------------- */
 
 /* A node of LOCAL consecutive tasks; like Slurm's S_JOB_GLOBAL_TO_LOCAL_ID,
@@ -91,15 +102,9 @@ static int bench_placement(void) {
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
     for (size_t s = 0; s < sizeof shifts / sizeof shifts[0]; s++) {
       int world = 1 << shifts[s];
-      hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
-      cfg.world_size = world;
-      hcg_layout *L = NULL;
-      hcg_error err = HCG_ERROR_INIT;
-      if (hcg_layout_parse(cases[c].text, strlen(cases[c].text), &cfg, &L,
-                           &err)) {
-        fprintf(stderr, "bench_plugin: %s\n", err.message);
+      hcg_layout *L = parse(cases[c].text, world);
+      if (!L)
         return 1;
-      }
       double rounds[ROUNDS];
       struct sink sink = {0, 0};
       long long crossing = 0;
@@ -154,15 +159,10 @@ int main(void) {
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     for (size_t s = 0; s < sizeof shifts / sizeof shifts[0]; s++) {
       int world = 1 << shifts[s];
-      hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
-      cfg.world_size = world;
-      hcg_layout *L = NULL;
-      hcg_error err = HCG_ERROR_INIT;
-      if (hcg_layout_parse(cases[c].text, strlen(cases[c].text), &cfg, &L,
-                           &err)) {
-        fprintf(stderr, "bench_plugin: %s\n", err.message);
+      hcg_layout *L = parse(cases[c].text, world);
+      if (!L)
         return 1;
-      }
+      hcg_error err = HCG_ERROR_INIT;
       char *fwd = NULL;
       if (hcgp_forward_encode(42, 0, hcg_grid_name(L, hcg_layout_language(L)),
                               hcg_layout_text(L), &fwd, &err)) {

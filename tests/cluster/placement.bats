@@ -7,43 +7,7 @@
 # is ever drained. Starts its own two-node cluster, like multinode.bats.
 
 load helpers
-
-unavailable() {
-  [ -n "${HCG_BUILD:-}" ] || { echo "run through tests/cluster/run.sh"; return; }
-  command -v ip >/dev/null && command -v nsenter >/dev/null &&
-    command -v unshare >/dev/null || { echo "needs ip, nsenter and unshare"; return; }
-  local probe=hcgprobe$$
-  { ip netns add "$probe" && ip netns del "$probe" && unshare --mount true; } \
-    2>/dev/null || echo "network or mount namespaces are not available here"
-}
-
-setup_file() {
-  local why
-  why=$(unavailable)
-  if [ -n "$why" ]; then
-    echo "$why" >"$BATS_FILE_TMPDIR/skip"
-    return 0
-  fi
-  CLUSTER_NODE_COUNT=2 cluster_start "$HCG_BUILD" >&3 2>&1
-  echo "$CLUSTER_CTLD_PID $CLUSTER_SLURMD_PID $CLUSTER_SLURMD2_PID $CLUSTER_MUNGED_PID" \
-    >"$BATS_FILE_TMPDIR/pids"
-}
-
-eval "helpers_$(declare -f setup)"
-setup() {
-  if [ -f "$BATS_FILE_TMPDIR/skip" ]; then
-    skip "$(cat "$BATS_FILE_TMPDIR/skip")"
-  fi
-  helpers_setup
-}
-
-teardown_file() {
-  if [ -f "$BATS_FILE_TMPDIR/pids" ]; then
-    read -r CLUSTER_CTLD_PID CLUSTER_SLURMD_PID CLUSTER_SLURMD2_PID \
-      CLUSTER_MUNGED_PID <"$BATS_FILE_TMPDIR/pids"
-    cluster_stop
-  fi
-}
+load twonode
 
 # No node drained or down.
 nodes_healthy() {
