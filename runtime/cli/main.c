@@ -74,11 +74,14 @@ static const struct {
   const char *name, *text;
 } command_help[] = {
     {"check",
-     "usage: hcg check [-n N] [--language NAME] LAYOUT\n"
+     "usage: hcg check [-n N] [--language NAME] [PLACEMENT] LAYOUT\n"
      "\n"
      "Validates LAYOUT for N ranks and prints its canonical form (every\n"
      "offset explicit, every '*' resolved). Exit status 2 and a message\n"
-     "with the column and a caret when the layout is refused.\n"},
+     "with the column and a caret when the layout is refused.\n"
+     "With --nodes N or --tasks-per-node K (and --distribution), also a\n"
+     "line per intra-node dim saying whether its groups stay inside a\n"
+     "node, and for one that crosses nodes the plugin's warning on stderr.\n"},
     {"enum",
      "usage: hcg enum [-n N] [--language NAME] LAYOUT SPEC\n"
      "\n"
@@ -87,7 +90,7 @@ static const struct {
      "layout also takes DIM[,DIM...] alone.\n"},
     {"explain",
      "usage: hcg explain [-n N] [--language NAME] LAYOUT [--rank R]\n"
-     "                   [--format text|json] [--full]\n"
+     "                   [--format text|json|svg] [--full] [PLACEMENT]\n"
      "\n"
      "Explains the layout: grids, views, how each view numbers the\n"
      "ranks, every rank's coordinates, each grid's process groups,\n"
@@ -101,10 +104,17 @@ static const struct {
      "[0,1,8-15], or for many runs a sum, [5,7]+[0-1073741816:8]:\n"
      "each member of the first plus each member of the second.\n"
      "--format json: the same for programs; with --rank, a group of\n"
-     "more than 1024 members is given as \"ranges\" (first, terms).\n"},
-    {"env", "usage: hcg env [-n N] [--language NAME] LAYOUT --rank R\n"
+     "more than 1024 members is given as \"ranges\" (first, terms).\n"
+     "--nodes N / --tasks-per-node K: where the ranks land and whether\n"
+     "each intra-node dim's groups stay inside a node (JSON: placement).\n"
+     "--format svg: a picture of the ranks on their nodes; each module a\n"
+     "coloured band, each tp group a box, pp stages labelled; --rank R\n"
+     "highlights R's groups.\n"},
+    {"env", "usage: hcg env [-n N] [--language NAME] [PLACEMENT] LAYOUT "
+            "--rank R\n"
             "\n"
-            "Prints the HCG_* variables the plugin exports to task R.\n"},
+            "Prints the HCG_* variables the plugin exports to task R; with\n"
+            "--nodes or --tasks-per-node also its HCG_*_LOCAL.\n"},
     {"help", "usage: hcg help [COMMAND]\n"
              "\n"
              "Prints the general help, or the help of COMMAND.\n"},
