@@ -59,6 +59,9 @@ struct cell {
   int tp_first[HCG_MAX_GRIDS]; /* first member of its tp group, or -1 */
   int stage[HCG_MAX_GRIDS];    /* pp coordinate, -1: none, -2: not in grid */
   char mark;                   /* 2: in R's tp group, 1: another group of R */
+  unsigned cross;              /* bit g: this rank's tp group of grid g,
+                                  when it is the group's first, has a
+                                  member on another node */
 };
 
 static void fill_cell(const struct desc *d, const struct desc_rank *r,
@@ -146,13 +149,15 @@ static void svg_tp_boxes(FILE *out, const struct desc *d,
         j++;
       if (a->tp_first[g] >= 0) {
         const struct cell *b = &cells[order[j - 1]];
+        int cross = (cells[a->tp_first[g]].cross >> g) & 1;
         fprintf(out,
                 "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                "fill=\"none\" stroke=\"#222222\" stroke-width=\"2\" "
-                "rx=\"3\"><title>%s tp group of rank %d</title></rect>\n",
+                "fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s "
+                "rx=\"3\"><title>%s tp group of rank %d%s</title></rect>\n",
                 a->x - 3, a->y + CELL_H + 1 + g * BAND_H,
-                b->x - a->x + CELL_W + 2, BAND_H, d->grid[g].name,
-                a->tp_first[g]);
+                b->x - a->x + CELL_W + 2, BAND_H, cross ? "#d62728" : "#222222",
+                cross ? " stroke-dasharray=\"5 3\"" : "", d->grid[g].name,
+                a->tp_first[g], cross ? ", across nodes" : "");
       }
       i = j;
     }
@@ -186,16 +191,23 @@ int explain_svg(FILE *out, const struct desc *d,
     int k = cells[rank].node < 0 ? 0 : cells[rank].node;
     order[count[k]++] = rank; /* count[k] now ends node k */
   }
+  /* Rows as wide as the fullest node, up to ROW_CELLS ranks. */
+  int cols = 1;
+  for (int k = 0, prev = 0; k < nodes; prev = count[k++])
+    if (count[k] - prev > cols)
+      cols = count[k] - prev < ROW_CELLS ? count[k] - prev : ROW_CELLS;
   int row_h = CELL_H + d->ngrids * BAND_H + 2 * GAP;
-  int width = 2 * PAD + LABEL_W + ROW_CELLS * CELL_W;
+  int width = 2 * PAD + LABEL_W + cols * CELL_W + 2 * GAP;
+  if (width < 560)
+    width = 560; /* room for the title and the legend */
   int y = HEAD_H, at = 0;
   for (int k = 0; k < nodes; k++) {
     int first = at, n = count[k] - first;
-    int rows = n ? (n + ROW_CELLS - 1) / ROW_CELLS : 1;
+    int rows = n ? (n + cols - 1) / cols : 1;
     for (int i = 0; i < n; i++) {
       struct cell *c = &cells[order[first + i]];
-      c->x = PAD + LABEL_W + (i % ROW_CELLS) * CELL_W + GAP;
-      c->y = y + GAP + (i / ROW_CELLS) * row_h;
+      c->x = PAD + LABEL_W + (i % cols) * CELL_W + GAP;
+      c->y = y + GAP + (i / cols) * row_h;
     }
     at = count[k];
     y += rows * row_h + GAP;
@@ -205,6 +217,13 @@ int explain_svg(FILE *out, const struct desc *d,
     describe_rank(d, rank, DESC_PLACE, r);
     fill_cell(d, r, &cells[rank]);
   }
+  /* A tp group crosses nodes when a member is not on its first's node. */
+  for (int rank = 0; rank < d->world; rank++)
+    for (int g = 0; g < d->ngrids; g++) {
+      int f = cells[rank].tp_first[g];
+      if (f >= 0 && cells[rank].node != cells[f].node)
+        cells[f].cross |= 1u << g;
+    }
   if (opts->rank >= 0)
     mark_groups(d, r, opts->rank, cells);
 
@@ -233,14 +252,14 @@ int explain_svg(FILE *out, const struct desc *d,
     lx += 30 + 8 * (int)strlen(d->grid[g].name);
   }
   fprintf(out,
-          "<text x=\"%d\" y=\"41\" font-size=\"12\">boxes: tp groups; "
-          "ppN: pipeline stage</text>\n",
+          "<text x=\"%d\" y=\"41\" font-size=\"12\">boxes: tp groups "
+          "(red dashed: across nodes); ppN: pipeline stage</text>\n",
           lx + 10);
   y = HEAD_H;
   at = 0;
   for (int k = 0; k < nodes; k++) {
     int n = count[k] - at;
-    int rows = n ? (n + ROW_CELLS - 1) / ROW_CELLS : 1;
+    int rows = n ? (n + cols - 1) / cols : 1;
     fprintf(out,
             "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"6\" "
             "fill=\"#eef1f5\" stroke=\"#8899aa\"/>\n",

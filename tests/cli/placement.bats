@@ -115,6 +115,10 @@ assert "href" not in raw and "<image" not in raw and "<script" not in raw
 # Rank 5 outlined in red, members of its groups tinted.
 assert 'stroke="#d62728"' in raw and "#ffd54f" in raw
 PY
+  # A tp group split over nodes gets a red dashed box: cyclic on 2 nodes.
+  [ "$("$HCG" explain -n 8 --nodes 2 -m cyclic --format svg 'tp=4,dp=*' |
+    grep -c 'tp group of rank [0-9]*, across nodes')" -eq 4 ]
+  [ "$("$HCG" explain -n 8 --nodes 2 --format svg 'tp=4,dp=*' | grep -c 'across nodes<')" -eq 0 ]
   # Without --nodes: one box of ranks; too many ranks are refused.
   "$HCG" explain -n 8 --format svg 'tp=2,dp=*' | python3 -c 'import sys, xml.dom.minidom as m; m.parseString(sys.stdin.read())'
   run "$HCG" explain -n 8192 --format svg 'tp=2,dp=*'
