@@ -89,8 +89,39 @@ static struct spank_option option = {
     0,
     option_cb};
 
+/* --hcg-placement: a value srun rejects at once; one that reaches
+ * slurmstepd anyway (a private srun) is refused in task_init. */
+static int placement_cb(int val, const char *arg, int remote) {
+  (void)val;
+  int p = hcgp_placement_parse(arg, 0);
+  hcgp_state.placement_given = 1;
+  hcgp_state.placement_bad = p < 0;
+  hcgp_state.placement = p < 0 ? HCGP_PLACEMENT_WARN : p;
+  if (p < 0 && !remote) {
+    slurm_error(HCGP_LOG_PREFIX "--hcg-placement=%.40s: the value must be "
+                                "warn or refuse",
+                arg ? arg : "");
+    return -1;
+  }
+  return 0;
+}
+
+static struct spank_option placement_option = {
+    "hcg-placement",
+    "warn|refuse",
+    "[hcg] what a tp/cp/ep group that crosses nodes does: warn (one line "
+    "on srun's stderr) or refuse (the step fails before the program runs); "
+    "the default is the site's (see spank_hcg(8)).",
+    1,
+    0,
+    placement_cb};
+
 int hcgp_option_register(spank_t sp) {
-  spank_err_t rc = spank_option_register(sp, &option);
+  spank_err_t rc = spank_option_register(sp, &placement_option);
+  if (rc != ESPANK_SUCCESS)
+    slurm_error(HCGP_LOG_PREFIX "cannot register --hcg-placement: %s",
+                spank_strerror(rc));
+  rc = spank_option_register(sp, &option);
   if (rc != ESPANK_SUCCESS) {
     slurm_error(HCGP_LOG_PREFIX "cannot register --%s: %s", HCGP_OPTION_NAME,
                 spank_strerror(rc));

@@ -13,8 +13,9 @@
  *   alloc.c       sbatch/salloc: read @PATH and pass the text to the job
  *   slurmd.c      slurmd: check plugstack.conf once, for the admin's log
  *   slurmstepd.c  slurmstepd: set each task's HCG_* variables
- *   option.c      --hcg-layout: registration and the option callback
+ *   option.c      --hcg-layout, --hcg-placement: registration, callbacks
  *   het.c         heterogeneous steps, in srun and slurmstepd
+ *   stepd_placement.c  slurmstepd: the placement check of the node
  *   load.c        plugstack.conf arguments and the layout, as read by srun,
  *                 sbatch and salloc
  *   state.c       the process's state
@@ -72,6 +73,11 @@ struct hcgp_state {
   char *text;
   size_t text_len;
   int loaded;
+
+  /* --hcg-placement=warn|refuse (enum hcgp_placement), when given. */
+  int placement_given;
+  int placement;
+  int placement_bad; /* a value other than warn or refuse reached us */
 };
 
 extern struct hcgp_state hcgp_state;
@@ -137,5 +143,14 @@ int hcgp_alloc_post_opt(spank_t sp);
 int hcgp_slurmd_init(spank_t sp, int ac, char **av);
 int hcgp_slurmstepd_init(spank_t sp, int ac, char **av);
 int hcgp_slurmstepd_task_init(spank_t sp);
+
+/* ---- stepd_placement.c ------------------------------------------------- */
+struct hcgp_task;
+/* The policy in force: --hcg-placement, else plugstack placement=. */
+int hcgp_placement_policy(void);
+/* The placement check of a task (see stepd_placement.c): 0 to go on, 1
+ * when the policy refuses the step (explained), -1 on an error (logged). */
+int hcgp_stepd_placement(spank_t sp, const char *forwarded,
+                         const struct hcgp_task *t);
 
 #endif /* HCGP_PLUGIN_H */

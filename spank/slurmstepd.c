@@ -201,6 +201,15 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
     return hrc;
   }
   int rc = hcgp_task_env(buf, strlen(buf), &task, set_var, &setter, &err);
+  if (rc == 0) {
+    int placed = hcgp_stepd_placement(sp, buf, &task);
+    if (placed > 0) {
+      free(buf);
+      end_refused_task();
+      return -1;
+    }
+    rc = placed ? -1 : 0;
+  }
   if (rc == 0)
     slurm_verbose(HCGP_LOG_PREFIX "task %" PRIu32 " of step %" PRIu32
                                   ".%" PRIu32 ": %d variables",

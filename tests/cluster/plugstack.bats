@@ -45,6 +45,8 @@ teardown() {
     'export_dims|argument .export_dims. needs a value'
     'language=Bad-Name|language=Bad-Name: the value must be a grid name'
     'export_dims=no export_dims=no|argument .export_dims. is given more than once'
+    'placement=sometimes|placement=sometimes: the value must be off, warn or refuse'
+    'intra_node_dims=tp,,cp|intra_node_dims=tp,,cp: the value must be dim names'
   )
   local i=0 entry args msg conf
   for entry in "${bad[@]}"; do
@@ -87,6 +89,20 @@ teardown() {
       grep -E '^HCG_(VERSION|LAYOUT|RANK|WORLD_SIZE|GRIDS|LANGUAGE)=') "$OUT/task.$r"
   done
   [ "$(wc -l <"$OUT/task.5")" -eq 6 ]
+}
+
+@test "placement=off: no HCG_*_LOCAL; intra_node_dims= picks the dims checked" {
+  cluster_plugstack placement=off
+  run_tasks 4 'tp=2,dp=*'
+  [ "$status" -eq 0 ]
+  [ -s "$OUT/task.0" ]
+  if grep '_LOCAL=' "$OUT/task.0"; then false; fi
+  cluster_plugstack intra_node_dims=dp,pp
+  run_tasks 4 'tp=2,dp=*,pp=1'
+  [ "$status" -eq 0 ]
+  grep -qx 'HCG_WORLD_DP_LOCAL=1' "$OUT/task.3"
+  grep -qx 'HCG_WORLD_PP_LOCAL=1' "$OUT/task.3"
+  if grep 'HCG_WORLD_TP_LOCAL' "$OUT/task.3"; then false; fi
 }
 
 @test "export_dims=yes is the default and can be spelled out" {

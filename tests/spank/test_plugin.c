@@ -671,7 +671,10 @@ START_TEST(task_gets_variables) {
   ck_assert_str_eq(task_env("HCG_LAYOUT"),
                    "vision@0:tp=2,dp=2;llm@4:tp=2,dp=2");
   ck_assert_ptr_null(task_env(FWD));
-  ck_assert_int_eq(task_env_count("HCG_"), 10);
+  /* And the placement verdict of its tp group: this fake Slurm knows no
+   * local task, so no group is node-local. */
+  ck_assert_str_eq(task_env("HCG_LLM_TP_LOCAL"), "0");
+  ck_assert_int_eq(task_env_count("HCG_"), 11);
   expect_log("verbose: hcg: task 5 of step 7.3: 10 variables");
   stop();
 }
@@ -684,7 +687,7 @@ START_TEST(task_export_dims_no) {
   option("tp=2");
   task_env_set(FWD, "hcg1:7.3:world:world@0:tp=2");
   ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
-  ck_assert_int_eq(task_env_count("HCG_"), 6);
+  ck_assert_int_eq(task_env_count("HCG_"), 6); /* no HCG_WORLD_TP_LOCAL */
   ck_assert_ptr_null(task_env("HCG_WORLD_TP_RANK"));
   stop();
 }

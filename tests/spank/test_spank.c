@@ -11,6 +11,7 @@
 #include "args.h"
 #include "forward.h"
 #include "hetstep.h"
+#include "placement.h"
 
 /* ---- plugstack.conf arguments ------------------------------------------ */
 
@@ -88,6 +89,85 @@ START_TEST(args_bad) {
   expect_bad("language=1x", "grid name");
   expect_bad("language=a-b", "grid name");
   expect_bad("language=abcdefghijklmnopqrstuvwxyz0123456", "grid name");
+}
+END_TEST
+
+START_TEST(args_placement) {
+  struct hcgp_args a;
+  ck_assert_int_eq(parse(&a, 0, NULL), 0);
+  ck_assert_str_eq(a.intra_node_dims, HCG_PLACEMENT_DEFAULT_DIMS);
+  ck_assert_int_eq(a.placement, HCGP_PLACEMENT_WARN);
+  char *argv[] = {"intra_node_dims=tp,ep", "placement=refuse"};
+  ck_assert_int_eq(parse(&a, 2, argv), 0);
+  ck_assert_str_eq(a.intra_node_dims, "tp,ep");
+  ck_assert_int_eq(a.placement, HCGP_PLACEMENT_REFUSE);
+  char *argv2[] = {"placement=off"};
+  ck_assert_int_eq(parse(&a, 1, argv2), 0);
+  ck_assert_int_eq(a.placement, HCGP_PLACEMENT_OFF);
+  expect_bad("placement=", "off, warn or refuse");
+  expect_bad("placement=Warn", "off, warn or refuse");
+  expect_bad("intra_node_dims=", "dim names separated by commas");
+  expect_bad("intra_node_dims=tp,", "dim names separated by commas");
+  expect_bad("intra_node_dims=TP", "dim names separated by commas");
+  /* The job option cannot turn the check off. */
+  ck_assert_int_eq(hcgp_placement_parse("off", 0), -1);
+  ck_assert_int_eq(hcgp_placement_parse("refuse", 0), HCGP_PLACEMENT_REFUSE);
+  ck_assert_int_eq(hcgp_placement_parse(NULL, 1), -1);
+}
+END_TEST
+
+/* A node of a modelled placement: 0 for its own ranks, -1 for others. */
+struct node_view {
+  hcg_placement p;
+  int node;
+};
+static int on_node(void *arg, int rank) {
+  const struct node_view *v = arg;
+  return hcg_placement_node(&v->p, rank) == v->node ? 0 : -1;
+}
+
+/* The check of each node of `nodes`: how many speak, and what node 0's
+ * line says. */
+static int speakers(const char *text, int world, int nodes, const char *dist,
+                    char *line, size_t cap) {
+  hcg_layout *L = NULL;
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = world;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcg_layout_parse(text, strlen(text), &cfg, &L, &err), 0);
+  int speak = 0, local[64];
+  for (int k = 0; k < nodes; k++) {
+    struct node_view v;
+    ck_assert_int_eq(hcg_placement_make(world, nodes, 0, dist, &v.p, &err), 0);
+    v.node = k;
+    int n = 0;
+    for (int r = 0; r < world; r++)
+      if (hcg_placement_node(&v.p, r) == k)
+        local[n++] = r;
+    struct hcgp_node_check c;
+    ck_assert_int_eq(hcgp_node_check(L, NULL, local, n, on_node, &v, &c), 0);
+    speak += c.speak;
+    if (c.speak && line)
+      hcgp_placement_line(L, &c, "n0", HCGP_PLACEMENT_WARN, line, cap);
+  }
+  hcg_layout_free(L);
+  return speak;
+}
+
+START_TEST(node_check_speaks_once) {
+  char line[512] = "";
+  ck_assert_int_eq(speakers("tp=4,dp=*", 8, 2, NULL, line, sizeof line), 0);
+  ck_assert_int_eq(speakers("tp=8", 8, 2, NULL, line, sizeof line), 1);
+  ck_assert_str_eq(line, "warning: placement: grid 'world', dim 'tp': group "
+                         "[0,1,2,3,4,5,6,7] spans n0 (rank 0) and another "
+                         "node (rank 4): its traffic leaves the node "
+                         "(placement=warn; see hcg explain --nodes)");
+  ck_assert_int_eq(speakers("dp=2,tp=4", 8, 2, NULL, NULL, 0), 1);
+  ck_assert_int_eq(speakers("dp=2,tp=4", 8, 2, "cyclic", NULL, 0), 0);
+  ck_assert_int_eq(speakers("tp=2,dp=*", 8, 2, "cyclic", NULL, 0), 1);
+  /* Two nodes always give one line; more nodes may give one per set of
+   * nodes that share crossing groups (doc/plugin.md). */
+  ck_assert_int_eq(speakers("tp=2,dp=*", 12, 4, NULL, NULL, 0), 2);
 }
 END_TEST
 
@@ -439,6 +519,8 @@ static Suite *suite(void) {
   tcase_add_test(a, args_defaults);
   tcase_add_test(a, args_valid);
   tcase_add_test(a, args_bad);
+  tcase_add_test(a, args_placement);
+  tcase_add_test(a, node_check_speaks_once);
   tcase_add_test(a, args_long_word_is_cut);
   tcase_add_test(a, args_duplicates_and_counts);
   tcase_add_test(a, args_names);
