@@ -479,10 +479,102 @@ int hcg_rank_env(const hcg_layout *layout, int rank, hcg_env_fn fn, void *arg);
 enum hcg_env_scope {
   HCG_ENV_SHARED = 1,
   HCG_ENV_PER_RANK = 2,
-  HCG_ENV_PER_DIM = 3
+  HCG_ENV_PER_DIM = 3,
+  /* HCG_<GRID>_..._LOCAL: set by the plugin's placement check (see
+   * hcg_rank_placement_env), not by hcg_rank_env. */
+  HCG_ENV_PLACEMENT = 4
 };
 /* The scope of a variable name; 0 for a name hcg_rank_env never gives. */
 int hcg_env_scope(const char *name);
+
+/* ---------------------------------------------------------------------------
+ * Placement: which node each rank runs on, and whether a rank's group along
+ * a dim lies inside one node (NVLink) or crosses nodes (the network).
+ *
+ * The check is one function, hcg_rank_placement, given "the node of a
+ * rank" as a callback: the SPANK plugin answers it in slurmstepd from
+ * Slurm's local task ids (this node or not), `hcg check/explain --nodes`
+ * from a modelled distribution (hcg_placement_node). Both therefore give
+ * the same verdicts for the same task placement.
+ */
+
+/* The dims checked by default: Megatron's groups that want NVLink. */
+#define HCG_PLACEMENT_DEFAULT_DIMS "tp,cp,ep,expt_tp"
+
+/* Slurm's task distributions over nodes (srun --distribution). */
+enum hcg_distribution {
+  HCG_DIST_BLOCK = 0,  /* consecutive ranks fill a node, then the next    */
+  HCG_DIST_CYCLIC = 1, /* rank r on node r mod nodes                       */
+  HCG_DIST_PLANE = 2   /* blocks of `plane` ranks dealt round-robin        */
+};
+
+/* A modelled placement of `world` ranks on `nodes` nodes. */
+typedef struct hcg_placement {
+  int world, nodes;
+  int tasks_per_node; /* 0: Slurm's even spread over `nodes` (block puts
+                         the extra ranks on the first nodes); else nodes
+                         are filled with this many (block) */
+  int distribution;   /* enum hcg_distribution */
+  int plane;          /* HCG_DIST_PLANE: ranks per block */
+} hcg_placement;
+
+/* Builds a placement from the CLI's words: exactly one of nodes and
+ * tasks_per_node > 0 (the other 0), distribution "block", "cyclic",
+ * "plane=P" or NULL (block). HCG_EINVAL with a message otherwise. */
+int hcg_placement_make(int world, int nodes, int tasks_per_node,
+                       const char *distribution, hcg_placement *out,
+                       hcg_error *err);
+/* The node (0 .. nodes-1) of a rank, O(1); -1 for a rank outside. */
+int hcg_placement_node(const hcg_placement *p, int rank);
+
+/* 1 when `name` is in the comma-separated list `dims` (NULL: the default
+ * list). hcg_placement_dims_valid checks a list: names, no empty item. */
+int hcg_placement_dim_listed(const char *dims, const char *name);
+int hcg_placement_dims_valid(const char *dims);
+
+/* The node of a rank as the caller knows it: a node id >= 0, or -1 for
+ * "not on the node I am checking" (slurmstepd knows only its own node). */
+typedef int (*hcg_node_fn)(void *arg, int rank);
+
+/* One verdict: the rank's group along one dim, and whether its members
+ * all answer the same node >= 0 (local 1) or not (local 0, with two
+ * members on different nodes, or off the checked node, in `apart`). */
+typedef struct hcg_placement_verdict {
+  int grid, view, dim;
+  int local;
+  hcg_group group;
+  int apart[2];
+} hcg_placement_verdict;
+typedef int (*hcg_placement_fn)(void *arg, const hcg_placement_verdict *v);
+
+/* For every grid holding `rank`, every view, and every dim of it listed
+ * in `dims` (NULL: the default; dims a view shares with its base are
+ * checked once, in the base), calls fn with the verdict on the rank's group
+ * along that dim. O(listed dims x group size) calls of node. A non-zero
+ * return from fn stops the walk and is returned. */
+int hcg_rank_placement(const hcg_layout *layout, int rank, const char *dims,
+                       hcg_node_fn node, void *node_arg, hcg_placement_fn fn,
+                       void *arg);
+
+/* Whether all members of a group answer one node >= 0 (1) or not (0;
+ * apart, if not NULL, gets two members that differ). O(group size). */
+int hcg_group_on_one_node(const hcg_layout *layout, const hcg_group *group,
+                          hcg_node_fn node, void *node_arg, int apart[2]);
+
+/* The sentence of a verdict that is not local, the same in srun's warning
+ * and in `hcg check`: "grid 'llm', dim 'tp': group [0,1,2,3] spans
+ * NODE_A (rank 1) and NODE_B (rank 2)". node_a and node_b name the nodes
+ * of apart[0] and apart[1]. Writes at most cap bytes, NUL included. */
+void hcg_placement_message(const hcg_layout *layout,
+                           const hcg_placement_verdict *v, const char *node_a,
+                           const char *node_b, char *buf, size_t cap);
+
+/* The variable of a verdict: HCG_<GRID>[_<VIEW>]_<DIM>_LOCAL, value 1 or
+ * 0 (scope HCG_ENV_PLACEMENT). Calls fn once per verdict of
+ * hcg_rank_placement, in its order. */
+int hcg_rank_placement_env(const hcg_layout *layout, int rank,
+                           const char *dims, hcg_node_fn node, void *node_arg,
+                           hcg_env_fn fn, void *arg);
 
 /* ===========================================================================
  * Runtime: contexts and communicators (libhcg only; not in the core that the
@@ -642,6 +734,12 @@ int hcg_ctx_embedding_group(const hcg_ctx *ctx, enum hcg_embedding kind,
                             int out[2], int *n);
 /* This rank's MIMO role in a grid (see hcg_rank_stage). */
 int hcg_ctx_stage(const hcg_ctx *ctx, int grid, int *is_first, int *is_last);
+/* Whether this rank's group along a dim of a grid's view lies inside one
+ * node, as the plugin's placement check found (HCG_<GRID>[_<VIEW>]_<DIM>
+ * _LOCAL): 1 yes, 0 it crosses nodes, -1 not known (placement=off, a dim
+ * not on the site's intra_node_dims list, a shared view dim (ask the base),
+ * a rank outside the grid, or NULL). */
+int hcg_ctx_node_local(const hcg_ctx *ctx, int grid, int view, int dim);
 
 /* Counters of a context, for tests and diagnostics. */
 typedef struct hcg_ctx_stats {

@@ -6,15 +6,16 @@
 # holds the dpkg lock: deps.sh waits for it, saying so every 30 s, but never
 # longer than HCG_LOCK_WAIT seconds (default 600), so a stuck holder fails
 # the set-up with its name instead of running into CI's own limit.
+# HCG_DEPS_PACKAGES replaces the package list (tests/setup/deps-lock.sh).
 set -eu
 
-packages="
+packages=${HCG_DEPS_PACKAGES:-"
   build-essential autoconf automake libtool pkg-config
   check bats jq valgrind clang-14 libclang-rt-14-dev time man-db abigail-tools
   slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev
   libpmix-dev libpmix-bin
   procps iproute2 hostname python3 python3-torch
-"
+"}
 lock_wait=${HCG_LOCK_WAIT:-600}
 locks="/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock
   /var/lib/apt/lists/lock /var/cache/apt/archives/lock"
@@ -60,27 +61,41 @@ held_lock() {
   return 1
 }
 
+# Seconds by the clock: a probe of every lock takes a while itself.
 wait_for_locks() {
-  waited=0
+  start=$(date +%s)
+  next_note=0
   while l=$(held_lock); do
+    waited=$(($(date +%s) - start))
     if [ "$waited" -ge "$lock_wait" ]; then
       echo "deps: $l still held after ${waited}s (HCG_LOCK_WAIT=$lock_wait):" \
         "another package manager is running; try again when it is done" >&2
       exit 1
     fi
-    if [ $((waited % 30)) -eq 0 ]; then
+    if [ "$waited" -ge "$next_note" ]; then
       echo "deps: waiting for $l (another apt-get or dpkg is running;" \
         "${waited}s of at most ${lock_wait}s)" >&2
+      next_note=$((next_note + 30))
     fi
     sleep 1
-    waited=$((waited + 1))
   done
 }
 
-missing=""
-for p in $packages; do
-  present "$p" || missing="$missing $p"
-done
+find_missing() {
+  missing=""
+  for p in $packages; do
+    present "$p" || missing="$missing $p"
+  done
+}
+
+# While another apt-get or dpkg runs, a package it is configuring (or whose
+# trigger it is running: man-db) looks half-installed: look again once it
+# is done, so that only what is really missing gets installed.
+find_missing
+if [ -n "$missing" ]; then
+  wait_for_locks
+  find_missing
+fi
 if [ -z "$missing" ]; then
   echo "deps: all packages present"
   exit 0
@@ -90,7 +105,6 @@ export DEBIAN_FRONTEND=noninteractive
 # The probe above and apt's own lock timeout cover each other: between our
 # check and apt taking the lock, another apt-get may start again.
 apt_lock="-o DPkg::Lock::Timeout=$lock_wait"
-wait_for_locks
 # shellcheck disable=SC2086
 apt-get $apt_lock update -q || {
   echo "deps: 'apt-get update' failed (see above)" >&2

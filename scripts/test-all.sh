@@ -1,13 +1,13 @@
 #!/bin/bash
 # Sets up everything and runs the whole hcg test suite on Debian 12, as root:
-#   1. Debian packages (scripts/deps.sh)
+#   1. Debian packages (scripts/deps.sh), and deps.sh beside a held dpkg lock
 #   2. build, unit tests (Check) and hcg command tests (bats): make check;
 #      libhcg's NCCL code compiled against older nccl.h stand-ins; libhcg's
 #      ABI held to abi/libhcg.abi (scripts/abi-check.sh)
 #   3. the same tests built with AddressSanitizer + UBSan
 #   4. the unit tests and the hcg command under valgrind
 #   5. the Python binding's tests (contrib/python), make distcheck
-#   6. the layout fuzzer for HCG_FUZZ_SECONDS (default 60)
+#   6. the fuzzers (layout, plugstack arguments, hand-over) for HCG_FUZZ_SECONDS (default 60, split)
 #   7. the integration tests on a private Slurm cluster (plugin, libhcg)
 # Safe to run twice; builds go to build/, build-asan/ in the source tree.
 set -euo pipefail
@@ -100,6 +100,7 @@ valgrind_suite() {
 }
 
 step "dependencies" scripts/deps.sh
+step "deps.sh beside a held dpkg lock (5 s)" tests/setup/deps-lock.sh
 step "build" scripts/build.sh build
 step "unit and hcg command tests" check_in build
 step "NCCL guards: compile against older nccl.h (2.17 refused, 2.18, 2.26, 2.27)" \
@@ -112,7 +113,7 @@ step "tests under AddressSanitizer + UBSan" check_in build-asan
 step "tests under valgrind" valgrind_suite
 step "Python binding (contrib/python)" contrib/python/run-tests.sh "$src/build"
 step "make distcheck" make -C build -j"$jobs" distcheck
-step "fuzz the layout parser (${HCG_FUZZ_SECONDS:-60} s)" \
+step "fuzz the layout parser, plugstack arguments, hand-over (${HCG_FUZZ_SECONDS:-60} s)" \
   env HCG_FUZZ_DIR="$src/build/fuzz" tests/fuzz/run-fuzz.sh "${HCG_FUZZ_SECONDS:-60}"
 step "integration tests on a private Slurm cluster" tests/cluster/run.sh "$src/build"
 print_summary

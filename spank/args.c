@@ -16,6 +16,21 @@ void hcgp_args_defaults(struct hcgp_args *args) {
   args->max_layout_bytes = HCGP_DEFAULT_MAX_BYTES;
   args->export_dims = 1;
   args->language[0] = '\0';
+  snprintf(args->intra_node_dims, sizeof args->intra_node_dims, "%s",
+           HCG_PLACEMENT_DEFAULT_DIMS);
+  args->placement = HCGP_PLACEMENT_WARN;
+}
+
+int hcgp_placement_parse(const char *s, int allow_off) {
+  if (!s)
+    return -1;
+  if (allow_off && !strcmp(s, "off"))
+    return HCGP_PLACEMENT_OFF;
+  if (!strcmp(s, "warn"))
+    return HCGP_PLACEMENT_WARN;
+  if (!strcmp(s, "refuse"))
+    return HCGP_PLACEMENT_REFUSE;
+  return -1;
 }
 
 /* Decimal digits only: no sign, no spaces, no hex, no suffix; overflow is
@@ -48,9 +63,17 @@ static int parse_bool(const char *s, int *out) {
   return -1;
 }
 
-enum { KEY_MAX_BYTES, KEY_EXPORT_DIMS, KEY_LANGUAGE, KEY_COUNT };
-static const char *const key_names[KEY_COUNT] = {"max_layout_bytes",
-                                                 "export_dims", "language"};
+enum {
+  KEY_MAX_BYTES,
+  KEY_EXPORT_DIMS,
+  KEY_LANGUAGE,
+  KEY_INTRA_NODE_DIMS,
+  KEY_PLACEMENT,
+  KEY_COUNT
+};
+static const char *const key_names[KEY_COUNT] = {
+    "max_layout_bytes", "export_dims", "language", "intra_node_dims",
+    "placement"};
 
 static void report_fmt(hcgp_args_report_fn report, void *arg, const char *fmt,
                        ...) __attribute__((format(printf, 3, 4)));
@@ -84,7 +107,8 @@ int hcgp_args_parse(struct hcgp_args *args, int argc, char *const argv[],
     if (key < 0) {
       report_fmt(report, report_arg,
                  "plugstack.conf: unknown argument '%.64s'%s; the arguments "
-                 "are max_layout_bytes=N, export_dims=yes|no, language=NAME",
+                 "are max_layout_bytes=N, export_dims=yes|no, language=NAME, "
+                 "intra_node_dims=DIM[,DIM...], placement=off|warn|refuse",
                  word, strlen(word) > 64 ? "..." : "");
       bad++;
       continue;
@@ -138,6 +162,32 @@ int hcgp_args_parse(struct hcgp_args *args, int argc, char *const argv[],
         snprintf(args->language, sizeof args->language, "%s", val);
       }
       break;
+    case KEY_INTRA_NODE_DIMS:
+      if (strlen(val) > HCGP_DIMS_MAX || !hcg_placement_dims_valid(val)) {
+        report_fmt(report, report_arg,
+                   "plugstack.conf: intra_node_dims=%.64s: the value must be "
+                   "dim names separated by commas (e.g. %s), at most %d "
+                   "characters",
+                   val, HCG_PLACEMENT_DEFAULT_DIMS, HCGP_DIMS_MAX);
+        bad++;
+      } else {
+        snprintf(args->intra_node_dims, sizeof args->intra_node_dims, "%s",
+                 val);
+      }
+      break;
+    case KEY_PLACEMENT: {
+      int p = hcgp_placement_parse(val, 1);
+      if (p < 0) {
+        report_fmt(report, report_arg,
+                   "plugstack.conf: placement=%.64s: the value must be off, "
+                   "warn or refuse",
+                   val);
+        bad++;
+      } else {
+        args->placement = p;
+      }
+      break;
+    }
     }
   }
   return bad;

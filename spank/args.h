@@ -17,6 +17,19 @@
  * while keeping every job's environment small. */
 #define HCGP_DEFAULT_MAX_BYTES 16384
 
+/* placement=: what a group of an intra-node dim crossing nodes does. */
+enum hcgp_placement {
+  HCGP_PLACEMENT_OFF = 0,    /* no check, no HCG_*_LOCAL variables   */
+  HCGP_PLACEMENT_WARN = 1,   /* one warning line per step (default)  */
+  HCGP_PLACEMENT_REFUSE = 2, /* the step fails before the program    */
+};
+/* Longest intra_node_dims= value. */
+#define HCGP_DIMS_MAX 256
+
+/* The policy's name ("off", "warn", "refuse") to enum hcgp_placement, or
+ * -1; allow_off 0 for the job option, which cannot turn the check off. */
+int hcgp_placement_parse(const char *s, int allow_off);
+
 struct hcgp_args {
   /* Longest layout accepted from a user, as text or as an @PATH file; at
    * most HCG_MAX_LAYOUT_BYTES. */
@@ -27,6 +40,10 @@ struct hcgp_args {
   /* Name of the language module's grid, or "" for the core's default rule
    * (a grid named llm or language, or the only grid). */
   char language[HCG_MAX_NAME + 1];
+  /* Dims whose groups should stay inside one node (intra_node_dims=), and
+   * what a group crossing nodes does (placement=, enum hcgp_placement). */
+  char intra_node_dims[HCGP_DIMS_MAX + 1];
+  int placement;
 };
 
 /* Called once per rejected argument with a complete sentence (no prefix). */

@@ -113,6 +113,8 @@ int hcgp_forward_decode(const char *value, size_t value_len, uint32_t job,
     return hcg__fail(err, HCG_EENV, "%s", malformed);
   memcpy(language, p, (size_t)(colon - p));
   language[colon - p] = '\0';
+  if (!hcg_name_valid(language)) /* srun forwards a grid's name */
+    return hcg__fail(err, HCG_EENV, "%s", malformed);
   *text = colon + 1;
   *len = (size_t)(end - (colon + 1));
   return HCG_OK;
@@ -132,8 +134,9 @@ int hcgp_forward_refused(const char *value, size_t value_len, uint32_t job,
  * hcg(1) in step. HCG_TEST_COMM_FAIL and HCG_REQUIRE_TORCH are test hooks,
  * HCG_DEBUG_REQUESTS a counter for tests. */
 static const char *const user_settings[] = {
-    "HCG_TIMEOUT",       "HCG_TRACE",          "HCG_FANIN",
-    "HCG_LIBRARY",       "HCG_CLI",            "HCG_TEST_COMM_FAIL",
+    "HCG_TIMEOUT",       "HCG_TRACE",
+    "HCG_FANIN",         "HCG_LIBRARY",
+    "HCG_CLI",           "HCG_TEST_COMM_FAIL",
     "HCG_REQUIRE_TORCH", "HCG_DEBUG_REQUESTS",
 };
 
@@ -202,12 +205,6 @@ int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
                      " is %zu bytes, longer than this site's "
                      "max_layout_bytes=%zu (is the hcg plugin loaded in srun?)",
                      tlen, t->max_bytes);
-  if (t->language && t->language[0] && strcmp(language, t->language))
-    return hcg__fail(err, HCG_EENV,
-                     "the layout forwarded in " HCGP_FORWARD_ENV
-                     " uses grid '%s' as the language module, but this site "
-                     "sets language=%s (is the hcg plugin loaded in srun?)",
-                     language, t->language);
   hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
   cfg.world_size = (int)t->world;
   cfg.language = language;
@@ -215,6 +212,16 @@ int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
   rc = hcg_layout_parse(text, tlen, &cfg, &layout, err);
   if (rc)
     return rc;
+  /* The site's language= chooses among several grids only (as in srun). */
+  if (t->language && t->language[0] && hcg_layout_num_grids(layout) > 1 &&
+      strcmp(language, t->language)) {
+    hcg_layout_free(layout);
+    return hcg__fail(err, HCG_EENV,
+                     "the layout forwarded in " HCGP_FORWARD_ENV
+                     " uses grid '%s' as the language module, but this site "
+                     "sets language=%s (is the hcg plugin loaded in srun?)",
+                     language, t->language);
+  }
   struct filter f = {fn, arg, t->export_dims};
   rc = hcg_rank_env(layout, (int)t->rank, filtered, &f);
   hcg_layout_free(layout);

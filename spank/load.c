@@ -56,6 +56,28 @@ hcg_layout_config hcgp_load_config(int world) {
   return cfg;
 }
 
+int hcgp_load_parse(int world, hcg_layout **out, hcg_error *err) {
+  hcg_layout_config cfg = hcgp_load_config(world);
+  int rc =
+      hcg_layout_parse(hcgp_state.text, hcgp_state.text_len, &cfg, out, err);
+  if (rc != HCG_ELAYOUT || !cfg.language)
+    return rc;
+  /* The language module is chosen last, after every other check: a one-grid
+   * layout refused here fails only for the site's name, so it is taken with
+   * the default rule; any other layout keeps the first error. */
+  cfg.language = NULL;
+  hcg_layout *one = NULL;
+  hcg_error ignored = HCG_ERROR_INIT;
+  if (hcg_layout_parse(hcgp_state.text, hcgp_state.text_len, &cfg, &one,
+                       &ignored) == HCG_OK &&
+      hcg_layout_num_grids(one) == 1) {
+    *out = one;
+    return HCG_OK;
+  }
+  hcg_layout_free(one);
+  return rc;
+}
+
 int hcgp_load_layout(void) {
   /* srun runs post_opt once per heterogeneous component: load once. */
   if (hcgp_state.loaded || !hcgp_option_active())

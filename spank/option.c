@@ -3,8 +3,9 @@
  *
  * Slurm calls the callback with the argument as typed, possibly several
  * times: from the environment of an sbatch/salloc job first, then from the
- * command line (srun, sbatch, salloc); and twice in slurmstepd (launch
- * message, then environment) with the same value. The callback therefore
+ * command line (srun, sbatch, salloc), both again for each component of a
+ * heterogeneous srun; and twice in slurmstepd (launch message, then
+ * environment) with the same value. The callback therefore
  * only records what it sees; the decisions, and every message, come later
  * in init_post_opt (srun, sbatch, salloc) or task_init (slurmstepd), where
  * they can be explained properly instead of Slurm's generic "Invalid
@@ -42,14 +43,16 @@ static int option_cb(int val, const char *arg, int remote) {
   if (!arg)
     arg = "";
   size_t n = strnlen(arg, (size_t)HCGP_OPTION_CAP + 1);
+  /* Slurm reads inherited options before the command line, so the first
+   * value (of each component of a heterogeneous srun) is the inherited one
+   * exactly when it equals the job's variable. */
+  const char *inherited = remote ? NULL : getenv(HCGP_OPTION_INHERITED_ENV);
+  int env_first = !remote && hcgp_state.component_cbs++ == 0 && inherited &&
+                  !strcmp(inherited, arg);
 
   if (!hcgp_state.given) {
     hcgp_state.given = 1;
-    /* Slurm reads inherited options before the command line, so the first
-     * value is the inherited one exactly when it equals the job's variable.
-     */
-    const char *inherited = remote ? NULL : getenv(HCGP_OPTION_INHERITED_ENV);
-    hcgp_state.from_env = inherited && !strcmp(inherited, arg);
+    hcgp_state.from_env = env_first;
     remember(arg, n);
     return 0;
   }
@@ -57,10 +60,13 @@ static int option_cb(int val, const char *arg, int remote) {
     return 0; /* identical repeat: slurmstepd always sees the value twice */
   if (!hcgp_state.value && n > HCGP_OPTION_CAP)
     return 0; /* two oversized values: refused for their size anyway */
+  if (env_first && hcgp_state.replaced_env)
+    return 0; /* read again for a later component, already replaced */
   if (!remote && hcgp_state.from_env) {
     /* A command-line value replaces the one a batch script inherited, like
      * every other srun option set both ways. */
     hcgp_state.from_env = 0;
+    hcgp_state.replaced_env = 1;
     remember(arg, n);
     return 0;
   }
@@ -83,8 +89,39 @@ static struct spank_option option = {
     0,
     option_cb};
 
+/* --hcg-placement: a value srun rejects at once; one that reaches
+ * slurmstepd anyway (a private srun) is refused in task_init. */
+static int placement_cb(int val, const char *arg, int remote) {
+  (void)val;
+  int p = hcgp_placement_parse(arg, 0);
+  hcgp_state.placement_given = 1;
+  hcgp_state.placement_bad = p < 0;
+  hcgp_state.placement = p < 0 ? HCGP_PLACEMENT_WARN : p;
+  if (p < 0 && !remote) {
+    slurm_error(HCGP_LOG_PREFIX "--hcg-placement=%.40s: the value must be "
+                                "warn or refuse",
+                arg ? arg : "");
+    return -1;
+  }
+  return 0;
+}
+
+static struct spank_option placement_option = {
+    "hcg-placement",
+    "warn|refuse",
+    "[hcg] what a tp/cp/ep group that crosses nodes does: warn (one line "
+    "on srun's stderr) or refuse (the step fails before the program runs); "
+    "the default is the site's (see spank_hcg(8)).",
+    1,
+    0,
+    placement_cb};
+
 int hcgp_option_register(spank_t sp) {
-  spank_err_t rc = spank_option_register(sp, &option);
+  spank_err_t rc = spank_option_register(sp, &placement_option);
+  if (rc != ESPANK_SUCCESS)
+    slurm_error(HCGP_LOG_PREFIX "cannot register --hcg-placement: %s",
+                spank_strerror(rc));
+  rc = spank_option_register(sp, &option);
   if (rc != ESPANK_SUCCESS) {
     slurm_error(HCGP_LOG_PREFIX "cannot register --%s: %s", HCGP_OPTION_NAME,
                 spank_strerror(rc));

@@ -13,13 +13,16 @@
  *   alloc.c       sbatch/salloc: read @PATH and pass the text to the job
  *   slurmd.c      slurmd: check plugstack.conf once, for the admin's log
  *   slurmstepd.c  slurmstepd: set each task's HCG_* variables
- *   option.c      --hcg-layout: registration and the option callback
+ *   option.c      --hcg-layout, --hcg-placement: registration, callbacks
+ *   het.c         heterogeneous steps, in srun and slurmstepd
+ *   stepd_placement.c  slurmstepd: the placement check of the node
  *   load.c        plugstack.conf arguments and the layout, as read by srun,
  *                 sbatch and salloc
  *   state.c       the process's state
  *   log.c         messages, all prefixed "hcg: "
  *   args.c        plugstack.conf parsing (pure C)      } libhcgspank.la,
  *   forward.c     srun -> slurmstepd hand-over (pure C) } also unit tested
+ *   hetstep.c     heterogeneous steps (pure C)          }
  */
 #ifndef HCGP_PLUGIN_H
 #define HCGP_PLUGIN_H
@@ -62,12 +65,19 @@ struct hcgp_state {
   int from_env;         /* inherited from sbatch/salloc: a command-line
                            value may replace it                       */
   int conflict;         /* two different values were given            */
+  int replaced_env;     /* a command-line value replaced the inherited */
+  int component_cbs;    /* srun: callbacks since the last post_opt     */
   char *conflict_value; /* the second one, for the message           */
 
   /* srun, sbatch, salloc: the layout text after reading @PATH. */
   char *text;
   size_t text_len;
   int loaded;
+
+  /* --hcg-placement=warn|refuse (enum hcgp_placement), when given. */
+  int placement_given;
+  int placement;
+  int placement_bad; /* a value other than warn or refuse reached us */
 };
 
 extern struct hcgp_state hcgp_state;
@@ -103,8 +113,28 @@ int hcgp_load_layout(void);
 /* The core's configuration for the loaded layout in a world of `world`
  * ranks (0: unknown yet). */
 hcg_layout_config hcgp_load_config(int world);
+/* Parses the loaded layout for `world` ranks under the site's policy. The
+ * site's language= chooses among several grids: a one-grid layout's only
+ * grid is its language module whatever the site names (doc/plugin.md). */
+int hcgp_load_parse(int world, hcg_layout **out, hcg_error *err);
 /* Prints a layout error, and where the bound comes from when it is one. */
 void hcgp_log_layout_error(const hcg_error *err);
+
+/* ---- het.c (heterogeneous steps, see hetstep.h) ------------------------ */
+struct hcgp_task;
+typedef int (*hcgp_het_setenv_fn)(void *arg, const char *name,
+                                  const char *value);
+/* srun init_post_opt, every call: forwards the layout to the components
+ * after the first. */
+int hcgp_het_post_opt(void);
+/* srun user_init: 1 for a heterogeneous step, which srun leaves alone
+ * (its slurmstepds check it, see hetstep.h). */
+int hcgp_het_srun(spank_t sp);
+/* slurmstepd task_init of a heterogeneous step: every variable of the
+ * task's global rank through fn; logs once per component, -1 on error. */
+int hcgp_het_task_init(spank_t sp, const char *forwarded,
+                       const struct hcgp_task *task, hcgp_het_setenv_fn fn,
+                       void *arg);
 
 /* ---- the contexts ------------------------------------------------------ */
 int hcgp_srun_post_opt(spank_t sp);
@@ -113,5 +143,14 @@ int hcgp_alloc_post_opt(spank_t sp);
 int hcgp_slurmd_init(spank_t sp, int ac, char **av);
 int hcgp_slurmstepd_init(spank_t sp, int ac, char **av);
 int hcgp_slurmstepd_task_init(spank_t sp);
+
+/* ---- stepd_placement.c ------------------------------------------------- */
+struct hcgp_task;
+/* The policy in force: --hcg-placement, else plugstack placement=. */
+int hcgp_placement_policy(void);
+/* The placement check of a task (see stepd_placement.c): 0 to go on, 1
+ * when the policy refuses the step (explained), -1 on an error (logged). */
+int hcgp_stepd_placement(spank_t sp, const char *forwarded,
+                         const struct hcgp_task *t);
 
 #endif /* HCGP_PLUGIN_H */

@@ -152,10 +152,8 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
     return -1;
   }
   char ntasks[32];
-  if (hcgp_step_heterogeneous(step_ntasks(sp, ntasks, sizeof ntasks), world)) {
-    hcgp_log_error("heterogeneous steps are not supported yet");
-    return -1;
-  }
+  int het =
+      hcgp_step_heterogeneous(step_ntasks(sp, ntasks, sizeof ntasks), world);
 
   size_t cap = HCGP_FORWARD_MAX + 1;
   char *buf = malloc(cap);
@@ -194,7 +192,24 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
                            hcgp_state.args.language};
   hcg_error err = HCG_ERROR_INIT;
   struct setter setter = {sp, 0};
+  if (het) {
+    /* hetstep.h: the ranks are the step's; one message per component. */
+    int hrc = hcgp_het_task_init(sp, buf, &task, set_var, &setter);
+    free(buf);
+    if (hrc)
+      end_refused_task();
+    return hrc;
+  }
   int rc = hcgp_task_env(buf, strlen(buf), &task, set_var, &setter, &err);
+  if (rc == 0) {
+    int placed = hcgp_stepd_placement(sp, buf, &task);
+    if (placed > 0) {
+      free(buf);
+      end_refused_task();
+      return -1;
+    }
+    rc = placed ? -1 : 0;
+  }
   if (rc == 0)
     slurm_verbose(HCGP_LOG_PREFIX "task %" PRIu32 " of step %" PRIu32
                                   ".%" PRIu32 ": %d variables",

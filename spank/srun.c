@@ -16,7 +16,7 @@
  * asks for an allocation. The task count comes later. */
 int hcgp_srun_post_opt(spank_t sp) {
   (void)sp;
-  return hcgp_load_layout();
+  return hcgp_load_layout() ? -1 : hcgp_het_post_opt();
 }
 
 /* Makes every task of the step fail before the user's program starts (see
@@ -36,6 +36,8 @@ static int refuse(uint32_t job, uint32_t step) {
 }
 
 int hcgp_srun_user_init(spank_t sp) {
+  if (hcgp_het_srun(sp))
+    return 0; /* a heterogeneous step: see hetstep.h */
   /* A value inherited from an outer hcg step must never reach this step's
    * tasks, whatever happens next. */
   unsetenv(HCGP_FORWARD_ENV);
@@ -57,11 +59,6 @@ int hcgp_srun_user_init(spank_t sp) {
                    "layout, no task will run");
     return refuse(job, step);
   }
-  if (hcgp_step_heterogeneous(getenv("SLURM_NTASKS"), world)) {
-    hcgp_log_error("heterogeneous steps are not supported yet; no task will "
-                   "run (give --hcg-layout to a step of one component only)");
-    return refuse(job, step);
-  }
   if (world > HCG_MAX_WORLD) {
     slurm_error(HCGP_LOG_PREFIX "the step has %" PRIu32 " tasks; a layout "
                                 "describes at most %d; no task will run",
@@ -69,11 +66,9 @@ int hcgp_srun_user_init(spank_t sp) {
     return refuse(job, step);
   }
 
-  hcg_layout_config cfg = hcgp_load_config((int)world);
   hcg_layout *layout = NULL;
   hcg_error err = HCG_ERROR_INIT;
-  if (hcg_layout_parse(hcgp_state.text, hcgp_state.text_len, &cfg, &layout,
-                       &err)) {
+  if (hcgp_load_parse((int)world, &layout, &err)) {
     hcgp_log_layout_error(&err);
     slurm_error(HCGP_LOG_PREFIX "the layout does not fit this step of %" PRIu32
                                 " task%s; no task will run",

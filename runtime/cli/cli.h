@@ -13,6 +13,9 @@ struct explain_opts {
   int rank; /* -1: every rank */
   int json; /* 1: --format json */
   int full; /* 1: --full, text lists every rank and group */
+  int svg;  /* 1: --format svg */
+  const hcg_placement *placement; /* --nodes/--tasks-per-node, or NULL */
+  const char *dims;               /* --intra-node-dims, or NULL */
 };
 
 int hcg_cli_explain(FILE *out, const hcg_layout *L,
@@ -26,5 +29,7 @@ int explain_text(FILE *out, const struct desc *d,
                  const struct explain_opts *opts, struct desc_rank *r);
 int explain_json(FILE *out, const struct desc *d,
                  const struct explain_opts *opts, struct desc_rank *r);
+int explain_svg(FILE *out, const struct desc *d,
+                const struct explain_opts *opts, struct desc_rank *r);
 
 #endif

@@ -157,7 +157,85 @@ struct desc *describe_layout(const hcg_layout *L) {
   return d;
 }
 
-void describe_free(struct desc *d) { free(d); }
+void describe_free(struct desc *d) {
+  if (d)
+    free(d->placement.check);
+  free(d);
+}
+
+/* ---- placement ----------------------------------------------------------- */
+
+int describe_node(const struct desc *d, int rank) {
+  return d->placement.set ? hcg_placement_node(&d->placement.p, rank) : -1;
+}
+
+static int node_of(void *arg, int rank) {
+  return hcg_placement_node(arg, rank);
+}
+
+/* Every group of one dim, through the check the plugin runs on a rank. */
+static void check_dim(const struct desc *d, int g, int v, int k,
+                      struct desc_check *c) {
+  const hcg_layout *L = d->layout;
+  hcg_placement *p = (hcg_placement *)&d->placement.p;
+  hcg_request req = {g, v, 1u << k};
+  memset(c, 0, sizeof *c);
+  c->example.grid = g;
+  c->example.view = v;
+  c->example.dim = k;
+  c->example.local = 1;
+  c->groups = hcg_request_num_groups(L, &req);
+  for (int o = 0; o < c->groups; o++) {
+    hcg_group grp;
+    int apart[2];
+    hcg_group_at(L, &req, o, &grp);
+    if (hcg_group_on_one_node(L, &grp, node_of, p, apart))
+      continue;
+    if (!c->crossing++) {
+      c->example.local = 0;
+      c->example.group = grp;
+      c->example.apart[0] = apart[0];
+      c->example.apart[1] = apart[1];
+    }
+  }
+  if (!c->crossing)
+    return;
+  char a[32], b[32];
+  c->node[0] = hcg_placement_node(p, c->example.apart[0]);
+  c->node[1] = hcg_placement_node(p, c->example.apart[1]);
+  snprintf(a, sizeof a, "node %d", c->node[0]);
+  snprintf(b, sizeof b, "node %d", c->node[1]);
+  hcg_placement_message(L, &c->example, a, b, c->message, sizeof c->message);
+}
+
+int describe_placement(struct desc *d, const hcg_placement *p,
+                       const char *dims) {
+  int n = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    n = 0;
+    for (int g = 0; g < d->ngrids; g++)
+      for (int v = 0; v < d->grid[g].nviews; v++)
+        for (int k = 0; k < d->grid[g].view[v].ndims; k++) {
+          const struct desc_dim *dim = &d->grid[g].view[v].dim[k];
+          if ((v && dim->shared) || !hcg_placement_dim_listed(dims, dim->name))
+            continue;
+          if (pass)
+            check_dim(d, g, v, k, &d->placement.check[n]);
+          n++;
+        }
+    if (!pass) {
+      free(d->placement.check);
+      d->placement.check =
+          calloc(n ? (size_t)n : 1, sizeof *d->placement.check);
+      if (!d->placement.check)
+        return HCG_ENOMEM;
+      d->placement.p = *p;
+      d->placement.set = 1;
+    }
+  }
+  d->placement.nchecks = n;
+  return HCG_OK;
+}
 
 /* ---- what grows with the world ------------------------------------------- */
 

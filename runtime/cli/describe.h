@@ -83,7 +83,24 @@ struct desc_bridge {
   hcg_bridge b;  /* describe.c's own */
 };
 
+/* One placement check (describe_placement): a listed dim of a grid's
+ * view, over all its groups. */
+struct desc_check {
+  hcg_placement_verdict example; /* the first group crossing nodes */
+  int groups, crossing;          /* groups of the dim, those crossing */
+  int node[2];                   /* nodes of example.apart[0], [1] */
+  char message[HCG_ERROR_MAX];   /* hcg_placement_message, if crossing */
+};
+
+struct desc_placement {
+  int set; /* 0: no --nodes/--tasks-per-node; nothing below is set */
+  hcg_placement p;
+  int nchecks;
+  struct desc_check *check; /* owned */
+};
+
 struct desc {
+  struct desc_placement placement;
   int version; /* of the environment (HCG_VERSION) */
   const char *text, *mode;
   int world, ngrids, language;
@@ -97,6 +114,14 @@ struct desc {
 /* A description of L, which must outlive it; NULL when out of memory. */
 struct desc *describe_layout(const hcg_layout *L);
 void describe_free(struct desc *d);
+
+/* Places the ranks on nodes and checks every group of each dim listed in
+ * `dims` (NULL: the default list) with the core's check, the plugin's.
+ * O(world x listed dims). HCG_ENOMEM, or HCG_OK. */
+int describe_placement(struct desc *d, const hcg_placement *p,
+                       const char *dims);
+/* The node of a rank once placed (-1 before). */
+int describe_node(const struct desc *d, int rank);
 
 /* ---- what grows with the world: one item at a time ---------------------- */
 

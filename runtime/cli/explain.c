@@ -14,8 +14,13 @@ int hcg_cli_explain(FILE *out, const hcg_layout *L,
   /* One rank's worth of facts, reused rank after rank by the printers. */
   struct desc_rank *r = malloc(sizeof *r);
   int rc = EXIT_OTHER;
+  if (d && r && opts->placement &&
+      describe_placement(d, opts->placement, opts->dims))
+    r = (free(r), NULL);
   if (d && r)
-    rc = (opts->json ? explain_json : explain_text)(out, d, opts, r);
+    rc = (opts->svg    ? explain_svg
+          : opts->json ? explain_json
+                       : explain_text)(out, d, opts, r);
   else
     fputs("hcg: out of memory\n", stderr);
   free(r);

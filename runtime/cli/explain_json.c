@@ -401,6 +401,66 @@ static void json_world(struct json *j, const struct desc *d,
   json_end_array(j);
 }
 
+/* "placement": the modelled nodes and one verdict per checked dim. */
+static void json_placement(struct json *j, const struct desc *d, int rank) {
+  static const char *const names[] = {"block", "cyclic", "plane"};
+  const struct desc_placement *pl = &d->placement;
+  if (!pl->set)
+    return; /* no key: the output without placement stays as it was */
+  json_key(j, "placement");
+  json_begin_object(j);
+  json_key(j, "nodes");
+  json_int(j, pl->p.nodes);
+  json_key(j, "distribution");
+  json_string(j, names[pl->p.distribution]);
+  json_key(j, "plane");
+  json_int(j, pl->p.plane);
+  json_key(j, "tasks_per_node");
+  json_int(j, pl->p.tasks_per_node);
+  if (rank >= 0) {
+    json_key(j, "node");
+    json_int(j, describe_node(d, rank));
+  }
+  json_key(j, "checks");
+  json_begin_array(j);
+  for (int i = 0; i < pl->nchecks; i++) {
+    const struct desc_check *c = &pl->check[i];
+    const hcg_placement_verdict *v = &c->example;
+    const struct desc_grid *g = &d->grid[v->grid];
+    json_begin_object(j);
+    json_key(j, "grid");
+    json_string(j, g->name);
+    json_key(j, "view");
+    json_string(j, g->view[v->view].name);
+    json_key(j, "dim");
+    json_string(j, g->view[v->view].dim[v->dim].name);
+    json_key(j, "inside_node");
+    json_bool(j, !c->crossing);
+    json_key(j, "groups");
+    json_int(j, c->groups);
+    json_key(j, "crossing");
+    json_int(j, c->crossing);
+    if (c->crossing) {
+      json_key(j, "example");
+      json_begin_object(j);
+      json_key(j, "first");
+      json_int(j, v->group.first);
+      json_key(j, "size");
+      json_int(j, v->group.size);
+      json_key(j, "ranks");
+      json_ints(j, v->apart, 2);
+      json_key(j, "nodes");
+      json_ints(j, c->node, 2);
+      json_key(j, "message");
+      json_string(j, c->message);
+      json_end_object(j);
+    }
+    json_end_object(j);
+  }
+  json_end_array(j);
+  json_end_object(j);
+}
+
 int explain_json(FILE *out, const struct desc *d,
                  const struct explain_opts *opts, struct desc_rank *r) {
   struct json j;
@@ -413,6 +473,7 @@ int explain_json(FILE *out, const struct desc *d,
   } else {
     json_world(&j, d, r);
   }
+  json_placement(&j, d, opts->rank);
   json_end_object(&j);
   fputc('\n', out);
   return 0;

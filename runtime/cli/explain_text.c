@@ -575,6 +575,44 @@ static void explain_text_world(FILE *out, const struct desc *d, int full,
   text_bridges(out, d, NULL, full);
 }
 
+/* ---- placement ----------------------------------------------------------- */
+
+static const char *const distribution_names[] = {"block", "cyclic", "plane"};
+
+static void text_placement(FILE *out, const struct desc *d, int rank) {
+  const struct desc_placement *pl = &d->placement;
+  if (!pl->set)
+    return;
+  fprintf(out, "\nplacement: %d nodes, distribution %s", pl->p.nodes,
+          distribution_names[pl->p.distribution]);
+  if (pl->p.distribution == HCG_DIST_PLANE)
+    fprintf(out, "=%d", pl->p.plane);
+  if (pl->p.tasks_per_node)
+    fprintf(out, ", %d tasks per node", pl->p.tasks_per_node);
+  fputc('\n', out);
+  if (rank >= 0)
+    fprintf(out, "  rank %d is on node %d\n", rank, describe_node(d, rank));
+  if (!pl->nchecks)
+    fputs("  no dim of the layout is on the intra-node list\n", out);
+  for (int i = 0; i < pl->nchecks; i++) {
+    const struct desc_check *c = &pl->check[i];
+    const hcg_placement_verdict *v = &c->example;
+    const struct desc_grid *g = &d->grid[v->grid];
+    struct tw t;
+    tw_line(&t, out, 2, 6);
+    tw_printf(&t, "%s%s%s:%s ", g->name, v->view ? "/" : "",
+              v->view ? g->view[v->view].name : "",
+              g->view[v->view].dim[v->dim].name);
+    if (!c->crossing)
+      tw_printf(&t, "every group inside a node (%d groups)", c->groups);
+    else {
+      tw_printf(&t, "%d of %d groups cross nodes; ", c->crossing, c->groups);
+      tw_text(&t, c->message);
+    }
+    tw_newline(&t);
+  }
+}
+
 int explain_text(FILE *out, const struct desc *d,
                  const struct explain_opts *opts, struct desc_rank *r) {
   if (opts->rank >= 0) {
@@ -583,5 +621,6 @@ int explain_text(FILE *out, const struct desc *d,
   } else {
     explain_text_world(out, d, opts->full, r);
   }
+  text_placement(out, d, opts->rank);
   return 0;
 }

@@ -12,14 +12,17 @@
 #include <string.h>
 
 #include "cli.h"
+#include "describe.h"
 
 static const char usage_text[] =
-    "usage: hcg check   [-n N] [--language NAME] LAYOUT\n"
+    "usage: hcg check   [-n N] [--language NAME] [PLACEMENT] LAYOUT\n"
     "       hcg enum    [-n N] [--language NAME] LAYOUT SPEC\n"
     "       hcg explain [-n N] [--language NAME] LAYOUT [--rank R]\n"
-    "                   [--format text|json] [--full]\n"
+    "                   [--format text|json|svg] [--full] [PLACEMENT]\n"
     "       hcg env     [-n N] [--language NAME] LAYOUT --rank R\n"
-    "       hcg help [COMMAND] | hcg COMMAND --help | hcg --version\n";
+    "       hcg help [COMMAND] | hcg COMMAND --help | hcg --version\n"
+    "PLACEMENT: --nodes N | --tasks-per-node K, [--distribution D]\n"
+    "           [--intra-node-dims DIMS]\n";
 
 static const char help_text[] =
     "\n"
@@ -43,8 +46,17 @@ static const char help_text[] =
     "  -l, --language NAME  the language module's grid (default: a grid named\n"
     "                       llm or language, or the only grid)\n"
     "  -r, --rank R         explain or show the environment of rank R only\n"
-    "  -f, --format FMT     text (default) or json\n"
+    "  -f, --format FMT     text (default), json, or svg (explain: a picture\n"
+    "                       of the ranks on their nodes)\n"
     "      --full           explain: every rank and group (text)\n"
+    "  -N, --nodes N        place the ranks on N nodes as Slurm would, and\n"
+    "                       check that each group of an intra-node dim stays\n"
+    "                       inside a node (a warning names each that does "
+    "not)\n"
+    "      --tasks-per-node K  the same with K tasks on each node\n"
+    "  -m, --distribution D block (default), cyclic or plane=P, as srun's\n"
+    "      --intra-node-dims DIMS  dims checked "
+    "(default " HCG_PLACEMENT_DEFAULT_DIMS ")\n"
     "  -h, --help           this help\n"
     "  -V, --version        print the version\n"
     "\n"
@@ -62,11 +74,14 @@ static const struct {
   const char *name, *text;
 } command_help[] = {
     {"check",
-     "usage: hcg check [-n N] [--language NAME] LAYOUT\n"
+     "usage: hcg check [-n N] [--language NAME] [PLACEMENT] LAYOUT\n"
      "\n"
      "Validates LAYOUT for N ranks and prints its canonical form (every\n"
      "offset explicit, every '*' resolved). Exit status 2 and a message\n"
-     "with the column and a caret when the layout is refused.\n"},
+     "with the column and a caret when the layout is refused.\n"
+     "With --nodes N or --tasks-per-node K (and --distribution), also a\n"
+     "line per intra-node dim saying whether its groups stay inside a\n"
+     "node, and for one that crosses nodes the plugin's warning on stderr.\n"},
     {"enum",
      "usage: hcg enum [-n N] [--language NAME] LAYOUT SPEC\n"
      "\n"
@@ -75,7 +90,7 @@ static const struct {
      "layout also takes DIM[,DIM...] alone.\n"},
     {"explain",
      "usage: hcg explain [-n N] [--language NAME] LAYOUT [--rank R]\n"
-     "                   [--format text|json] [--full]\n"
+     "                   [--format text|json|svg] [--full] [PLACEMENT]\n"
      "\n"
      "Explains the layout: grids, views, how each view numbers the\n"
      "ranks, every rank's coordinates, each grid's process groups,\n"
@@ -89,10 +104,17 @@ static const struct {
      "[0,1,8-15], or for many runs a sum, [5,7]+[0-1073741816:8]:\n"
      "each member of the first plus each member of the second.\n"
      "--format json: the same for programs; with --rank, a group of\n"
-     "more than 1024 members is given as \"ranges\" (first, terms).\n"},
-    {"env", "usage: hcg env [-n N] [--language NAME] LAYOUT --rank R\n"
+     "more than 1024 members is given as \"ranges\" (first, terms).\n"
+     "--nodes N / --tasks-per-node K: where the ranks land and whether\n"
+     "each intra-node dim's groups stay inside a node (JSON: placement).\n"
+     "--format svg: a picture of the ranks on their nodes; each module a\n"
+     "coloured band, each tp group a box, pp stages labelled; --rank R\n"
+     "highlights R's groups.\n"},
+    {"env", "usage: hcg env [-n N] [--language NAME] [PLACEMENT] LAYOUT "
+            "--rank R\n"
             "\n"
-            "Prints the HCG_* variables the plugin exports to task R.\n"},
+            "Prints the HCG_* variables the plugin exports to task R; with\n"
+            "--nodes or --tasks-per-node also its HCG_*_LOCAL.\n"},
     {"help", "usage: hcg help [COMMAND]\n"
              "\n"
              "Prints the general help, or the help of COMMAND.\n"},
@@ -124,6 +146,9 @@ struct options {
   int rank;
   int json;
   int full;
+  int svg;
+  int nodes, tasks_per_node;
+  const char *distribution, *dims;
   const char *layout;
   const char *spec;
 };
@@ -160,12 +185,17 @@ static int parse_args(int argc, char **argv, struct options *o) {
       {"rank", required_argument, NULL, 'r'},
       {"format", required_argument, NULL, 'f'},
       {"full", no_argument, NULL, 'F'},
+      {"nodes", required_argument, NULL, 'N'},
+      {"tasks-per-node", required_argument, NULL, 'K'},
+      {"distribution", required_argument, NULL, 'm'},
+      {"intra-node-dims", required_argument, NULL, 'D'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
   int c;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+n:l:r:f:hV", longopts, NULL)) != -1 ||
+  while ((c = getopt_long(argc, argv, "+n:l:r:f:N:m:hV", longopts, NULL)) !=
+             -1 ||
          optind < argc) {
     if (c == -1) {
       /* A positional argument: collect it and go on parsing options. */
@@ -204,15 +234,32 @@ static int parse_args(int argc, char **argv, struct options *o) {
         return usage_error("--rank wants a rank (0, 1, ...), got '%s'", optarg);
       break;
     case 'f':
-      if (!strcmp(optarg, "json"))
-        o->json = 1;
-      else if (!strcmp(optarg, "text"))
-        o->json = 0;
-      else
-        return usage_error("--format is text or json, got '%s'", optarg);
+      o->json = !strcmp(optarg, "json");
+      o->svg = !strcmp(optarg, "svg");
+      if (!o->json && !o->svg && strcmp(optarg, "text"))
+        return usage_error("--format is text, json or svg, got '%s'", optarg);
       break;
     case 'F':
       o->full = 1;
+      break;
+    case 'N':
+      if (parse_count(optarg, 1, &o->nodes))
+        return usage_error("--nodes wants a positive number, got '%s'", optarg);
+      break;
+    case 'K':
+      if (parse_count(optarg, 1, &o->tasks_per_node))
+        return usage_error("--tasks-per-node wants a positive number, got '%s'",
+                           optarg);
+      break;
+    case 'm':
+      o->distribution = optarg;
+      break;
+    case 'D':
+      if (!hcg_placement_dims_valid(optarg))
+        return usage_error("--intra-node-dims wants dim names separated by "
+                           "commas, got '%s'",
+                           optarg);
+      o->dims = optarg;
       break;
     case 'h':
       print_help(o->cmd == (enum command) - 1 ? NULL : command_names[o->cmd]);
@@ -236,6 +283,15 @@ static int parse_args(int argc, char **argv, struct options *o) {
     return usage_error("%s", "env needs --rank R");
   if (o->full && o->cmd != CMD_EXPLAIN)
     return usage_error("%s", "--full is an option of explain only");
+  if (o->svg && o->cmd != CMD_EXPLAIN)
+    return usage_error("%s", "--format svg is an option of explain only");
+  if (o->nodes && o->tasks_per_node)
+    return usage_error("%s", "give --nodes or --tasks-per-node, not both");
+  if ((o->distribution || o->dims) && !o->nodes && !o->tasks_per_node)
+    return usage_error("%s", "--distribution and --intra-node-dims need "
+                             "--nodes or --tasks-per-node");
+  if ((o->nodes || o->tasks_per_node) && o->cmd == CMD_ENUM)
+    return usage_error("%s", "enum takes no placement");
   return 0;
 }
 
@@ -266,8 +322,41 @@ static int print_env_var(void *arg, const char *name, const char *value) {
   return 0;
 }
 
+static int placement_node(void *arg, int rank) {
+  return hcg_placement_node(arg, rank);
+}
+
+/* check: one line per checked dim; a dim whose groups cross nodes also
+ * gets the plugin's warning on stderr. */
+static int print_placement(const hcg_layout *L, const hcg_placement *p,
+                           const char *dims) {
+  struct desc *d = describe_layout(L);
+  if (!d || describe_placement(d, p, dims)) {
+    describe_free(d);
+    fputs("hcg: out of memory\n", stderr);
+    return EXIT_OTHER;
+  }
+  for (int i = 0; i < d->placement.nchecks; i++) {
+    const struct desc_check *c = &d->placement.check[i];
+    const hcg_placement_verdict *v = &c->example;
+    const struct desc_grid *g = &d->grid[v->grid];
+    printf("placement: %s%s%s:%s: ", g->name, v->view ? "/" : "",
+           v->view ? g->view[v->view].name : "",
+           g->view[v->view].dim[v->dim].name);
+    if (c->crossing)
+      printf("%d of %d groups cross nodes\n", c->crossing, c->groups);
+    else
+      printf("every group inside a node (%d groups)\n", c->groups);
+    if (c->crossing)
+      fprintf(stderr, "hcg: warning: placement: %s\n", c->message);
+  }
+  describe_free(d);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  struct options o = {(enum command) - 1, 0, NULL, -1, 0, 0, NULL, NULL};
+  struct options o = {
+      (enum command) - 1, 0, NULL, -1, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL};
   if (argc < 2) {
     fputs(usage_text, stderr);
     return EXIT_USAGE;
@@ -302,20 +391,35 @@ int main(int argc, char **argv) {
     return EXIT_OTHER;
   }
 
+  hcg_placement place;
+  int placed = o.nodes || o.tasks_per_node;
+  if (placed &&
+      hcg_placement_make(hcg_layout_world_size(L), o.nodes, o.tasks_per_node,
+                         o.distribution, &place, &err)) {
+    hcg_layout_free(L);
+    return usage_error("%s", err.message);
+  }
+
   switch (o.cmd) {
   case CMD_CHECK:
     puts(hcg_layout_text(L));
+    if (placed)
+      rc = print_placement(L, &place, o.dims);
     break;
   case CMD_ENUM:
     rc = print_enum(L, o.spec);
     break;
   case CMD_EXPLAIN: {
-    struct explain_opts eo = {o.rank, o.json, o.full};
+    struct explain_opts eo = {
+        o.rank, o.json, o.full, o.svg, placed ? &place : NULL, o.dims};
     rc = hcg_cli_explain(stdout, L, &eo);
     break;
   }
   case CMD_ENV:
     hcg_rank_env(L, o.rank, print_env_var, NULL);
+    if (placed)
+      hcg_rank_placement_env(L, o.rank, o.dims, placement_node, &place,
+                             print_env_var, NULL);
     break;
   }
   hcg_layout_free(L);

@@ -60,6 +60,8 @@ int hcg_env_scope(const char *name) {
   if (n > 4 && !memcmp(name, "HCG_", 4) &&
       (has_suffix(name, n, "_RANK") || has_suffix(name, n, "_SIZE")))
     return HCG_ENV_PER_DIM;
+  if (n > 4 && !memcmp(name, "HCG_", 4) && has_suffix(name, n, "_LOCAL"))
+    return HCG_ENV_PLACEMENT;
   return 0;
 }
 

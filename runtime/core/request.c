@@ -44,6 +44,11 @@ int hcg_request_make(const hcg_layout *L, int grid, int view,
   const struct hcg_view *v = &g->views[view];
   hcg_request req = {grid, view, 0};
   for (int i = 0; i < ndims; i++) {
+    if (dims[i] && !dims[i][0])
+      return hcg__fail(err, HCG_EINVAL,
+                       "an empty dim name in a request for grid '%s' (its "
+                       "dims: name them, or none for singletons)",
+                       g->name);
     int d = hcg__find_dim(v, dims[i]);
     if (d < 0) {
       char names[512];
@@ -67,6 +72,10 @@ int hcg_request_make(const hcg_layout *L, int grid, int view,
   *out = req;
   return HCG_OK;
 }
+
+/* The quote to show s in: ' unless s holds one ("''" reads better than
+ * ''''). */
+static char quote_for(const char *s) { return strchr(s, '\'') ? '"' : '\''; }
 
 /* Copies one name of spec (up to any of `stops`) into out; returns the
  * length consumed or -1 if it is too long. */
@@ -122,6 +131,11 @@ int hcg_request_parse(const hcg_layout *L, const char *spec, hcg_request *out,
       }
     }
     dims = colon + 1;
+  } else if (L->ngrids != 1 && !spec[strspn(spec, " ")]) {
+    return hcg__fail(err, HCG_EINVAL,
+                     "the group spec is empty; with several grids name one, "
+                     "e.g. '%s:' for its singletons",
+                     L->grids[L->language].name);
   } else if (L->ngrids != 1) {
     return hcg__fail(err, HCG_EINVAL,
                      "spec '%s' must name its grid (GRID[/VIEW]:DIMS) when "
@@ -142,6 +156,13 @@ int hcg_request_parse(const hcg_layout *L, const char *spec, hcg_request *out,
     if (n <= 0)
       return hcg__fail(err, HCG_EINVAL,
                        "spec '%s': expected a dim name at '%.32s'", spec, dims);
+    if (!hcg_name_valid(store[ndims])) {
+      char q = quote_for(spec), qn = quote_for(store[ndims]);
+      return hcg__fail(err, HCG_EINVAL,
+                       "spec %c%s%c: %c%s%c is not a dim name ([a-z][a-z0-9_]*;"
+                       " an empty spec means singletons)",
+                       q, spec, q, qn, store[ndims], qn);
+    }
     names[ndims] = store[ndims];
     ndims++;
     dims += n;

@@ -22,7 +22,7 @@ check_tasks() { # N LAYOUT
   "$HCG" explain -n "$n" "$2" --format json >"$OUT/explain.json"
   [ "$(ls "$OUT" | grep -c '^task\.')" -eq "$n" ]
   for r in $(seq 0 $((n - 1))); do
-    diff -u <(expected_env "$OUT/explain.json" "$r") "$OUT/task.$r"
+    diff -u <(expected_env "$OUT/explain.json" "$r") <(layout_vars "$OUT/task.$r")
   done
 }
 

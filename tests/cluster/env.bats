@@ -94,7 +94,7 @@ load helpers
   [ "$status" -eq 0 ]
   "$HCG" explain -n 8 'tp=2,pp=2,dp=*' --format json >"$OUT/explain.json"
   for r in 0 5 7; do
-    diff -u <(expected_env "$OUT/explain.json" "$r") "$OUT/task.$r"
+    diff -u <(expected_env "$OUT/explain.json" "$r") <(layout_vars "$OUT/task.$r")
   done
 }
 

@@ -1,52 +1,11 @@
 #!/usr/bin/env bats
-# Two nodes: ranks spread over two slurmstepd, PMIx across nodes, and the
-# refusal of heterogeneous steps (which Slurm only runs on distinct nodes).
+# Two nodes: ranks spread over two slurmstepd, PMIx across nodes, and
+# heterogeneous steps (whose components Slurm puts on distinct nodes).
 # This file starts its own two-node cluster (CLUSTER_NODE_COUNT=2, the
 # second node in a network namespace) next to run.sh's one-node cluster.
 
 load helpers
-
-# Why this file cannot run here, or empty. bats 1.8 miscounts a skip inside
-# setup_file, so setup_file writes the reason and each test skips on it.
-unavailable() {
-  [ -n "${HCG_BUILD:-}" ] || { echo "run through tests/cluster/run.sh"; return; }
-  command -v ip >/dev/null && command -v nsenter >/dev/null &&
-    command -v unshare >/dev/null || { echo "needs ip, nsenter and unshare"; return; }
-  # Containers without CAP_NET_ADMIN/CAP_SYS_ADMIN cannot host a 2nd node.
-  local probe=hcgprobe$$
-  { ip netns add "$probe" && ip netns del "$probe" && unshare --mount true; } \
-    2>/dev/null || echo "network or mount namespaces are not available here"
-}
-
-setup_file() {
-  local why
-  why=$(unavailable)
-  if [ -n "$why" ]; then
-    echo "$why" >"$BATS_FILE_TMPDIR/skip"
-    return 0
-  fi
-  CLUSTER_NODE_COUNT=2 cluster_start "$HCG_BUILD" >&3 2>&1
-  # Kept for teardown_file, which runs in a new shell.
-  echo "$CLUSTER_CTLD_PID $CLUSTER_SLURMD_PID $CLUSTER_SLURMD2_PID $CLUSTER_MUNGED_PID" \
-    >"$BATS_FILE_TMPDIR/pids"
-}
-
-# helpers.bash's setup, after the skip check.
-eval "helpers_$(declare -f setup)"
-setup() {
-  if [ -f "$BATS_FILE_TMPDIR/skip" ]; then
-    skip "$(cat "$BATS_FILE_TMPDIR/skip")"
-  fi
-  helpers_setup
-}
-
-teardown_file() {
-  if [ -f "$BATS_FILE_TMPDIR/pids" ]; then
-    read -r CLUSTER_CTLD_PID CLUSTER_SLURMD_PID CLUSTER_SLURMD2_PID \
-      CLUSTER_MUNGED_PID <"$BATS_FILE_TMPDIR/pids"
-    cluster_stop
-  fi
-}
+load twonode
 
 @test "two nodes are up" {
   run sinfo -h -N -o '%N %T'
@@ -95,15 +54,100 @@ SCRIPT
   [ "$status" -eq 0 ] || { cat "$OUT/job.out"; false; }
   "$HCG" explain -n 8 'tp=2,dp=*,pp=2' --format json >"$OUT/explain.json"
   for r in $(seq 0 7); do
-    diff -u <(expected_env "$OUT/explain.json" "$r") "$OUT/task.$r"
+    diff -u <(expected_env "$OUT/explain.json" "$r") <(layout_vars "$OUT/task.$r")
   done
 }
 
-@test "heterogeneous steps are refused, no task runs" {
-  run timeout 120 srun -n 1 --overcommit --hcg-layout='tp=1' \
+# srun A : B, each task writing its HCG_* variables to $OUT/task.RANK.
+#   het_step N0 N1 SRUN_ARGS_OF_THE_FIRST... (the layout among them)
+het_step() {
+  local n0=$1 n1=$2
+  shift 2
+  local cmd='env | grep -E "^(HCG_|SLURM_HCG_)" | sort >"$0/task.$SLURM_PROCID"'
+  rm -f "$OUT"/task.*
+  run timeout 120 srun -n "$n0" --overcommit "$@" /bin/bash -c "$cmd" "$OUT" : \
+    -n "$n1" --overcommit /bin/bash -c "$cmd" "$OUT"
+}
+
+# Every task of an N-task step got exactly hcg explain's variables.
+explained() { # N LAYOUT
+  local r
+  "$HCG" explain -n "$1" "$2" --format json >"$OUT/explain.json"
+  for r in $(seq 0 $(($1 - 1))); do
+    diff -u <(expected_env "$OUT/explain.json" "$r") "$OUT/task.$r" || return 1
+  done
+}
+
+@test "heterogeneous MIMO step: vision on one component, llm on the other, ranks of the whole step" {
+  het_step 4 4 --hcg-layout='vision:tp=2,dp=2; llm:tp=2,dp=*'
+  [ "$status" -eq 0 ] || { echo "$output"; false; }
+  explained 8 'vision:tp=2,dp=2; llm:tp=2,dp=*'
+  # A grid may also span both components whole; @PATH is read by srun.
+  echo 'tp=2,dp=*' >"$BATS_TEST_TMPDIR/layout.hcg"
+  het_step 2 4 --hcg-layout="@$BATS_TEST_TMPDIR/layout.hcg"
+  [ "$status" -eq 0 ] || { echo "$output"; false; }
+  explained 6 'tp=2,dp=*'
+}
+
+@test "heterogeneous step under --mpi=pmix: one namespace, hcg-hello forms the groups of both components in one exchange" {
+  local hello=$BUILD/runtime/hcg-hello
+  run timeout 120 srun -n 4 --overcommit --mpi=pmix \
+    --hcg-layout='vision:tp=2,dp=2; llm:tp=2,dp=*' "$hello" : \
+    -n 4 --overcommit "$hello"
+  [ "$status" -eq 0 ] || { echo "$output"; false; }
+  grep -qx 'group 1 vision:tp members=0,1 index=1 leader=0 id=[0-9a-f]*' <<<"$output"
+  grep -qx 'group 6 llm:dp members=4,6 index=1 leader=4 id=[0-9a-f]*' <<<"$output"
+  [ "$(grep -c '^fences [0-7] 1 exchanges 1$' <<<"$output")" -eq 8 ]
+  # One PMIx namespace: PMIx rank and job size are the step's.
+  local probe=$BUILD/tests/cluster/hcg_probe
+  [ -x "$probe" ] || return 0
+  run timeout 120 srun -n 2 --overcommit --mpi=pmix \
+    --hcg-layout='vision:tp=2; llm:tp=2,dp=*' "$probe" pmix : -n 4 --overcommit "$probe" pmix
+  [ "$status" -eq 0 ] || { echo "$output"; false; }
+  [ "$(grep -c '^ok [0-5] 6 HCG_RANK=[0-5] HCG_WORLD_SIZE=6$' <<<"$output")" -eq 6 ]
+}
+
+@test "heterogeneous step: a grid straddling the components is refused, no task runs" {
+  run timeout 120 srun -n 4 --overcommit --hcg-layout='vision:tp=2,dp=3; llm:tp=2' \
     /bin/bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER" : \
-    -n 2 --overcommit /bin/bash -c 'touch "$0.het.$SLURM_PROCID"' "$MARKER"
-  refused 'srun: error: hcg: heterogeneous steps are not supported yet'
+    -n 4 --overcommit /bin/bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER"
+  refused "hcg: no task of this component runs: grid 'vision' \(ranks 0-5\) straddles the components of this heterogeneous step \(component 0: ranks 0-3, component 1: ranks 4-7\)"
+}
+
+@test "heterogeneous step: --hcg-layout belongs to the whole step, a different one per component is refused" {
+  # Given with the second component: still the whole step's.
+  local cmd='env | grep -E "^(HCG_|SLURM_HCG_)" | sort >"$0/task.$SLURM_PROCID"'
+  run timeout 120 srun -n 2 --overcommit /bin/bash -c "$cmd" "$OUT" : \
+    -n 2 --overcommit --hcg-layout='vision:tp=2; llm:tp=2' /bin/bash -c "$cmd" "$OUT"
+  [ "$status" -eq 0 ] || { echo "$output"; false; }
+  explained 4 'vision:tp=2; llm:tp=2'
+  # The same value twice is one layout.
+  het_step 2 2 --hcg-layout='tp=4'
+  [ "$status" -eq 0 ] || { echo "$output"; false; }
+  # Two values: refused before the allocation.
+  run timeout 120 srun -n 2 --overcommit --hcg-layout='tp=2' \
+    /bin/bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER" : \
+    -n 2 --overcommit --hcg-layout='tp=4' /bin/bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER"
+  refused "hcg: --hcg-layout is given twice with different values \('tp=2' and 'tp=4'\)"
+}
+
+@test "sbatch hetjob: srun --het-group=0,1 inherits the layout, or replaces it" {
+  cat >"$BATS_TEST_TMPDIR/job.sh" <<'SCRIPT'
+#!/bin/bash
+#SBATCH -n 2 --overcommit --hcg-layout=vision:tp=2;llm:tp=2,dp=*
+#SBATCH hetjob
+#SBATCH -n 4 --overcommit
+set -e
+cmd='env | grep -E "^(HCG_|SLURM_HCG_)" | sort >"$0/task.$SLURM_PROCID"'
+srun --het-group=0,1 /bin/bash -c "$cmd" "$1"
+srun --het-group=0,1 --hcg-layout='tp=2,dp=*' /bin/bash -c "$cmd" "$1/over"
+srun --het-group=0,1 --hcg-layout=none /bin/bash -c '[ -z "$HCG_RANK" ]'
+SCRIPT
+  mkdir -m 777 "$OUT/over"
+  run timeout 120 sbatch --wait -o "$OUT/job.out" "$BATS_TEST_TMPDIR/job.sh" "$OUT"
+  [ "$status" -eq 0 ] || { cat "$OUT/job.out"; false; }
+  explained 6 'vision:tp=2;llm:tp=2,dp=*'
+  OUT=$OUT/over explained 6 'tp=2,dp=*'
 }
 
 @test "a heterogeneous step without --hcg-layout still runs" {

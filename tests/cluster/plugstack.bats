@@ -45,6 +45,8 @@ teardown() {
     'export_dims|argument .export_dims. needs a value'
     'language=Bad-Name|language=Bad-Name: the value must be a grid name'
     'export_dims=no export_dims=no|argument .export_dims. is given more than once'
+    'placement=sometimes|placement=sometimes: the value must be off, warn or refuse'
+    'intra_node_dims=tp,,cp|intra_node_dims=tp,,cp: the value must be dim names'
   )
   local i=0 entry args msg conf
   for entry in "${bad[@]}"; do
@@ -89,6 +91,20 @@ teardown() {
   [ "$(wc -l <"$OUT/task.5")" -eq 6 ]
 }
 
+@test "placement=off: no HCG_*_LOCAL; intra_node_dims= picks the dims checked" {
+  cluster_plugstack placement=off
+  run_tasks 4 'tp=2,dp=*'
+  [ "$status" -eq 0 ]
+  [ -s "$OUT/task.0" ]
+  if grep '_LOCAL=' "$OUT/task.0"; then false; fi
+  cluster_plugstack intra_node_dims=dp,pp
+  run_tasks 4 'tp=2,dp=*,pp=1'
+  [ "$status" -eq 0 ]
+  grep -qx 'HCG_WORLD_DP_LOCAL=1' "$OUT/task.3"
+  grep -qx 'HCG_WORLD_PP_LOCAL=1' "$OUT/task.3"
+  if grep 'HCG_WORLD_TP_LOCAL' "$OUT/task.3"; then false; fi
+}
+
 @test "export_dims=yes is the default and can be spelled out" {
   cluster_plugstack export_dims=yes max_layout_bytes=16384
   check_layout 4 'tp=2,dp=*'
@@ -100,6 +116,9 @@ teardown() {
   grep -qx 'HCG_LANGUAGE=enc' "$OUT/task.3"
   try_srun 4 'llm:tp=2; dec:tp=2'
   refused "the language module 'enc' is not a grid of the layout \(grids: llm, dec\)"
+  # It chooses among several grids: a one-grid layout still runs.
+  check_layout 4 'tp=2,dp=*'
+  grep -qx 'HCG_LANGUAGE=world' "$OUT/task.0"
 }
 
 @test "srun's language choice is what the node uses" {

@@ -11,5 +11,6 @@ Suite *collection_suite(void);
 Suite *mimo_suite(void);
 Suite *env_suite(void);
 Suite *props_suite(void);
+Suite *placement_suite(void);
 
 #endif

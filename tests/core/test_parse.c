@@ -331,6 +331,24 @@ START_TEST(request_specs) {
     ck_assert(memcmp(&a, &b, sizeof a) == 0);
   }
   ck_assert_int_eq(hcg_request_parse(L, "llm:tp-", &req, &err), HCG_EINVAL);
+  /* An empty spec, or quotes typed as one: said so, never "no dim ''''". */
+  ck_assert_int_eq(hcg_request_parse(L, "", &req, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "the group spec is empty; with "
+                                            "several grids name one, e.g. "
+                                            "'llm:'"));
+  ck_assert_int_eq(hcg_request_parse(L, "llm:''", &req, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "spec \"llm:''\": \"''\" is not "
+                                            "a dim name"));
+  ck_assert_ptr_null(strstr(err.message, "''''"));
+  const char *empty[] = {""};
+  ck_assert_int_eq(hcg_request_make(L, 1, 0, empty, 1, &req, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "an empty dim name"));
+  hcg_layout_free(L);
+  L = must_parse("tp=2,dp=*", 4);
+  ck_assert_int_eq(hcg_request_parse(L, "''", &req, &err), HCG_EINVAL);
+  ck_assert_ptr_null(strstr(err.message, "''''"));
+  ck_assert_int_eq(hcg_request_parse(L, "", &req, &err), HCG_OK);
+  ck_assert_int_eq(hcg_request_group_size(L, &req), 1);
   hcg_layout_free(L);
 }
 END_TEST

@@ -311,6 +311,10 @@ START_TEST(test_env_mismatch) {
                    "HCG_GRIDS=vision");
   expect_env_error(MIMO, 16, 5, HCG_EMISMATCH, "HCG_LANGUAGE",
                    "HCG_LANGUAGE=", "HCG_GRIDS=llm");
+  /* An empty variable is not blamed on a changed HCG_RANK. */
+  expect_env_error(MIMO, 16, 5, HCG_EMISMATCH,
+                   "HCG_LANGUAGE is set but empty; HCG_LAYOUT gives 'llm'",
+                   "HCG_LANGUAGE=");
   /* Per-dim variables may be absent (a plugstack option can turn them
    * off): the rest still identifies the task. */
   struct env e;
@@ -973,6 +977,33 @@ START_TEST(test_comm_callback) {
 }
 END_TEST
 
+/* HCG_*_LOCAL, the plugin's placement verdicts, read at init. */
+START_TEST(test_ctx_node_local) {
+  const char *text = "llm:tp=2,dp=*; llm/expert:ep=4,expt_dp=*";
+  const char *const edits[] = {"HCG_LLM_TP_LOCAL=1",
+                               "HCG_LLM_EXPERT_EP_LOCAL=0", NULL};
+  struct env e;
+  make_env(&e, text, 8, 5, edits);
+  hcg_ctx *ctx = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(ctx_from(&e, &ctx, &err), 0);
+  env_free(&e);
+  ck_assert_int_eq(hcg_ctx_node_local(ctx, 0, 0, 0), 1);  /* tp */
+  ck_assert_int_eq(hcg_ctx_node_local(ctx, 0, 0, 1), -1); /* dp: unset */
+  ck_assert_int_eq(hcg_ctx_node_local(ctx, 0, 1, 0), 0);  /* expert ep */
+  ck_assert_int_eq(hcg_ctx_node_local(ctx, 0, 99, 0), -1);
+  ck_assert_int_eq(hcg_ctx_node_local(NULL, 0, 0, 0), -1);
+  hcg_ctx_free(ctx);
+  /* Without the plugin's check: not known. */
+  ctx = must_ctx(text, 8, 5);
+  ck_assert_int_eq(hcg_ctx_node_local(ctx, 0, 0, 0), -1);
+  hcg_ctx_free(ctx);
+  expect_env_error(text, 8, 5, HCG_EENV,
+                   "HCG_LLM_TP_LOCAL is 'yes', not 0 or 1",
+                   "HCG_LLM_TP_LOCAL=yes");
+}
+END_TEST
+
 /* ---- the suite
  * ------------------------------------------------------------------ */
 
@@ -982,6 +1013,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(env, test_ctx_ok);
   tcase_add_test(env, test_ctx_sources);
   tcase_add_test(env, test_ctx_getter);
+  tcase_add_test(env, test_ctx_node_local);
   tcase_add_test(env, test_env_missing);
   tcase_add_test(env, test_env_malformed);
   tcase_add_test(env, test_env_layout);

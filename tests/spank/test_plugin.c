@@ -367,21 +367,92 @@ START_TEST(srun_does_not_fit_refuses_the_step) {
 }
 END_TEST
 
+START_TEST(srun_site_language_chooses_among_grids) {
+  /* A site-wide language=llm: a one-grid layout still runs (its only grid
+   * is the language module); several grids without llm are refused. */
+  ck_assert_int_eq(start(S_CTX_LOCAL, "language=llm"), 0);
+  option("tp=2,dp=*");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:world:world@0:tp=2,dp=2");
+  stop();
+  ck_assert_int_eq(start(S_CTX_LOCAL, "language=llm"), 0);
+  option("enc:tp=2; dec:tp=2");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
+  expect_log("the language module 'llm' is not a grid of the layout (grids: "
+             "enc, dec)");
+  stop();
+}
+END_TEST
+
+/* srun calls post_opt once per component of a heterogeneous step and
+ * user_init once, for one component (spank/hetstep.h). */
 START_TEST(srun_heterogeneous_step) {
   ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
   option("tp=2");
   host.world = 2;
   setenv("SLURM_NTASKS", "5", 1);
+  setenv(FWD, "hcg1:1.0:world:world@0:tp=2", 1); /* an outer step's */
   ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:1.0:world:world@0:tp=2");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0); /* a second component */
+  ck_assert_str_eq(getenv(FWD), "hcg1:het:tp=2");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0); /* a third: nodes refuse */
+  ck_assert_str_eq(getenv(FWD), "hcg1:het:tp=2");
+  /* user_init leaves it: what it sets may reach one component only. */
   ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
-  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
-  expect_log("hcg: heterogeneous steps are not supported yet");
+  ck_assert_str_eq(getenv(FWD), "hcg1:het:tp=2");
   setenv("SLURM_NTASKS", "2", 1); /* not heterogeneous */
-  host.log[0] = '\0';
   ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
   ck_assert_str_eq(getenv(FWD), "hcg1:7.3:world:world@0:tp=2");
   unsetenv("SLURM_NTASKS");
   stop();
+}
+END_TEST
+
+/* srun A --hcg-layout=X : B --hcg-layout=Y: the second component's value
+ * arrives after the first post_opt. */
+START_TEST(srun_heterogeneous_two_layouts) {
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  option("tp=4");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  expect_log("--hcg-layout is given twice with different values ('tp=2' and "
+             "'tp=4')");
+  ck_assert_ptr_null(getenv(FWD));
+  stop();
+}
+END_TEST
+
+/* In a batch job, srun --het-group=0,1 --hcg-layout=X reads the inherited
+ * value again for each component: X replaces it for the whole step. */
+START_TEST(srun_heterogeneous_replaces_inherited) {
+  setenv(INHERITED, "tp=2", 1);
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2"); /* inherited */
+  option("tp=4"); /* command line */
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  option("tp=2"); /* inherited, read again for the second component */
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:het:tp=4");
+  stop();
+  unload_plugin();
+  load_plugin();
+
+  /* Another value in the second component is still a second layout. */
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2");
+  option("tp=4");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  option("tp=2");
+  option("tp=8");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), -1);
+  expect_log("given twice with different values ('tp=4' and 'tp=8')");
+  stop();
+  unsetenv(INHERITED);
 }
 END_TEST
 
@@ -600,7 +671,10 @@ START_TEST(task_gets_variables) {
   ck_assert_str_eq(task_env("HCG_LAYOUT"),
                    "vision@0:tp=2,dp=2;llm@4:tp=2,dp=2");
   ck_assert_ptr_null(task_env(FWD));
-  ck_assert_int_eq(task_env_count("HCG_"), 10);
+  /* And the placement verdict of its tp group: this fake Slurm knows no
+   * local task, so no group is node-local. */
+  ck_assert_str_eq(task_env("HCG_LLM_TP_LOCAL"), "0");
+  ck_assert_int_eq(task_env_count("HCG_"), 11);
   expect_log("verbose: hcg: task 5 of step 7.3: 10 variables");
   stop();
 }
@@ -613,7 +687,7 @@ START_TEST(task_export_dims_no) {
   option("tp=2");
   task_env_set(FWD, "hcg1:7.3:world:world@0:tp=2");
   ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
-  ck_assert_int_eq(task_env_count("HCG_"), 6);
+  ck_assert_int_eq(task_env_count("HCG_"), 6); /* no HCG_WORLD_TP_LOCAL */
   ck_assert_ptr_null(task_env("HCG_WORLD_TP_RANK"));
   stop();
 }
@@ -731,19 +805,61 @@ START_TEST(task_refusals) {
       "task 0 of step 7.3: layout: column 1: grid 'world' is over sized");
   stop();
 
-  /* Heterogeneous step seen on the node. */
-  remote_task("tp=4", 0);
-  task_env_set(FWD, "hcg1:7.3:world:world@0:tp=4");
-  task_env_set("SLURM_NTASKS", "6");
-  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
-  expect_log("heterogeneous steps are not supported yet");
-  stop();
-
   /* Garbage. */
   remote_task("tp=4", 0);
   task_env_set(FWD, "tp=4");
   ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
   expect_log("is malformed");
+  stop();
+}
+END_TEST
+
+/* slurmstepd of the second component (ranks 4-5) of a step of 6 tasks, its
+ * first task (the one that explains a refusal). */
+static void het_task(const char *forwarded, const char *het_size) {
+  remote_task("@/some/user/file", 0);
+  host.world = 2;
+  task_env_set(FWD, forwarded);
+  task_env_set("SLURM_NTASKS", "6");
+  task_env_set("SLURM_PROCID", "4");
+  task_env_set("SLURM_HET_SIZE", het_size);
+}
+
+START_TEST(task_of_heterogeneous_step) {
+  het_task("hcg1:het:vision:tp=2,dp=2; llm:tp=2", "2");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(task_env("HCG_RANK"), "4");
+  ck_assert_str_eq(task_env("HCG_WORLD_SIZE"), "6");
+  ck_assert_str_eq(task_env("HCG_GRIDS"), "llm");
+  ck_assert_str_eq(task_env("HCG_LLM_TP_RANK"), "0");
+  ck_assert_ptr_null(task_env(FWD));
+  stop();
+
+  het_task("hcg1:het:vision:tp=5; llm:tp=1", "2");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("grid 'vision' (ranks 0-4) straddles the components of this "
+             "heterogeneous step (component 0: ranks 0-3, component 1: ranks "
+             "4-5)");
+  ck_assert_int_eq(task_env_count("HCG_"), 0);
+  stop();
+
+  het_task("hcg1:het:tp=2,dp=*", "3");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("has 3 components; a layout spans at most 2");
+  stop();
+
+  /* srun without the plugin, or a plain step's value. */
+  het_task("hcg1:7.3:world:world@0:tp=6", "2");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("srun did not forward the layout to this heterogeneous step");
+  stop();
+
+  /* Numbers that disagree: ranks 4-5 do not fit in 5 tasks. */
+  het_task("hcg1:het:tp=1", "2");
+  task_env_set("SLURM_NTASKS", "5");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("task 0 of 2 of its component cannot be rank 4 of a "
+             "heterogeneous step of 5 tasks");
   stop();
 }
 END_TEST
@@ -773,7 +889,11 @@ static Suite *suite(void) {
   tcase_add_test(t, srun_none);
   tcase_add_test(t, srun_syntax_error_before_allocation);
   tcase_add_test(t, srun_does_not_fit_refuses_the_step);
+  tcase_add_test(t, srun_site_language_chooses_among_grids);
   tcase_add_test(t, srun_heterogeneous_step);
+  tcase_add_test(t, srun_heterogeneous_two_layouts);
+  tcase_add_test(t, srun_heterogeneous_replaces_inherited);
+  tcase_add_test(t, task_of_heterogeneous_step);
   tcase_add_test(t, srun_no_task_count);
   tcase_add_test(t, srun_repeats_and_conflicts);
   tcase_add_test(t, srun_inherited_value_can_be_replaced);

@@ -10,6 +10,8 @@
 
 #include "args.h"
 #include "forward.h"
+#include "hetstep.h"
+#include "placement.h"
 
 /* ---- plugstack.conf arguments ------------------------------------------ */
 
@@ -87,6 +89,85 @@ START_TEST(args_bad) {
   expect_bad("language=1x", "grid name");
   expect_bad("language=a-b", "grid name");
   expect_bad("language=abcdefghijklmnopqrstuvwxyz0123456", "grid name");
+}
+END_TEST
+
+START_TEST(args_placement) {
+  struct hcgp_args a;
+  ck_assert_int_eq(parse(&a, 0, NULL), 0);
+  ck_assert_str_eq(a.intra_node_dims, HCG_PLACEMENT_DEFAULT_DIMS);
+  ck_assert_int_eq(a.placement, HCGP_PLACEMENT_WARN);
+  char *argv[] = {"intra_node_dims=tp,ep", "placement=refuse"};
+  ck_assert_int_eq(parse(&a, 2, argv), 0);
+  ck_assert_str_eq(a.intra_node_dims, "tp,ep");
+  ck_assert_int_eq(a.placement, HCGP_PLACEMENT_REFUSE);
+  char *argv2[] = {"placement=off"};
+  ck_assert_int_eq(parse(&a, 1, argv2), 0);
+  ck_assert_int_eq(a.placement, HCGP_PLACEMENT_OFF);
+  expect_bad("placement=", "off, warn or refuse");
+  expect_bad("placement=Warn", "off, warn or refuse");
+  expect_bad("intra_node_dims=", "dim names separated by commas");
+  expect_bad("intra_node_dims=tp,", "dim names separated by commas");
+  expect_bad("intra_node_dims=TP", "dim names separated by commas");
+  /* The job option cannot turn the check off. */
+  ck_assert_int_eq(hcgp_placement_parse("off", 0), -1);
+  ck_assert_int_eq(hcgp_placement_parse("refuse", 0), HCGP_PLACEMENT_REFUSE);
+  ck_assert_int_eq(hcgp_placement_parse(NULL, 1), -1);
+}
+END_TEST
+
+/* A node of a modelled placement: 0 for its own ranks, -1 for others. */
+struct node_view {
+  hcg_placement p;
+  int node;
+};
+static int on_node(void *arg, int rank) {
+  const struct node_view *v = arg;
+  return hcg_placement_node(&v->p, rank) == v->node ? 0 : -1;
+}
+
+/* The check of each node of `nodes`: how many speak, and what node 0's
+ * line says. */
+static int speakers(const char *text, int world, int nodes, const char *dist,
+                    char *line, size_t cap) {
+  hcg_layout *L = NULL;
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = world;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcg_layout_parse(text, strlen(text), &cfg, &L, &err), 0);
+  int speak = 0, local[64];
+  for (int k = 0; k < nodes; k++) {
+    struct node_view v;
+    ck_assert_int_eq(hcg_placement_make(world, nodes, 0, dist, &v.p, &err), 0);
+    v.node = k;
+    int n = 0;
+    for (int r = 0; r < world; r++)
+      if (hcg_placement_node(&v.p, r) == k)
+        local[n++] = r;
+    struct hcgp_node_check c;
+    ck_assert_int_eq(hcgp_node_check(L, NULL, local, n, on_node, &v, &c), 0);
+    speak += c.speak;
+    if (c.speak && line)
+      hcgp_placement_line(L, &c, "n0", HCGP_PLACEMENT_WARN, line, cap);
+  }
+  hcg_layout_free(L);
+  return speak;
+}
+
+START_TEST(node_check_speaks_once) {
+  char line[512] = "";
+  ck_assert_int_eq(speakers("tp=4,dp=*", 8, 2, NULL, line, sizeof line), 0);
+  ck_assert_int_eq(speakers("tp=8", 8, 2, NULL, line, sizeof line), 1);
+  ck_assert_str_eq(line, "warning: placement: grid 'world', dim 'tp': group "
+                         "[0,1,2,3,4,5,6,7] spans n0 (rank 0) and another "
+                         "node (rank 4): its traffic leaves the node "
+                         "(placement=warn; see hcg explain --nodes)");
+  ck_assert_int_eq(speakers("dp=2,tp=4", 8, 2, NULL, NULL, 0), 1);
+  ck_assert_int_eq(speakers("dp=2,tp=4", 8, 2, "cyclic", NULL, 0), 0);
+  ck_assert_int_eq(speakers("tp=2,dp=*", 8, 2, "cyclic", NULL, 0), 1);
+  /* Two nodes always give one line; more nodes may give one per set of
+   * nodes that share crossing groups (doc/plugin.md). */
+  ck_assert_int_eq(speakers("tp=2,dp=*", 12, 4, NULL, NULL, 0), 2);
 }
 END_TEST
 
@@ -179,6 +260,9 @@ START_TEST(forward_malformed) {
       "hcg1:99999999999.2:llm:x=1",
       "hcg1:1.2:abcdefghijklmnopqrstuvwxyz0123456789:x=1",
       "tp=2,dp=4",
+      /* Found by fuzz_forward: the language module is a grid name. */
+      "hcg1:1.2:woHCG_LLM_EX0:dp=1",
+      "hcg1:1.2:llm x:dp=1",
   };
   char lang[HCG_MAX_NAME + 1];
   const char *text;
@@ -322,6 +406,19 @@ START_TEST(task_env_site_policy) {
   t.language = "enc";
   ck_assert_int_eq(hcgp_task_env(v, strlen(v), &t, collect_env, &got, &err),
                    HCG_OK);
+  /* The site's language= chooses among several grids: a one-grid layout's
+   * only grid is its language module, whatever the site names. */
+  const char *one = "hcg1:5.0:world:world@0:tp=2,dp=2";
+  memset(&got, 0, sizeof got);
+  t.language = "llm";
+  t.max_bytes = 0;
+  ck_assert_msg(hcgp_task_env(one, strlen(one), &t, collect_env, &got, &err) ==
+                    HCG_OK,
+                "%s", err.message);
+  int found = 0;
+  for (int i = 0; i < got.n; i++)
+    found |= !strcmp(got.lines[i], "HCG_LANGUAGE=world");
+  ck_assert(found);
 }
 END_TEST
 
@@ -383,12 +480,47 @@ START_TEST(heterogeneous_steps) {
 }
 END_TEST
 
+/* Grids against two components [0, first) and [first, world). */
+static int het_check(const char *text, uint32_t first, uint32_t world) {
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = (int)world;
+  hcg_layout *layout = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcg_layout_parse(text, strlen(text), &cfg, &layout, &err),
+                   0);
+  int rc = hcgp_het_check(layout, first, world, &err);
+  hcg_layout_free(layout);
+  return rc;
+}
+
+START_TEST(het_components) {
+  /* Inside one component each, or the whole step. */
+  ck_assert_int_eq(het_check("vision:tp=2,dp=2; llm:tp=2,dp=*", 4, 8), 0);
+  ck_assert_int_eq(het_check("tp=2,dp=*", 4, 8), 0);
+  ck_assert_int_eq(het_check("a:tp=2; b:tp=2; llm:tp=2,dp=*", 4, 10), 0);
+  /* Across the boundary. */
+  ck_assert_int_eq(het_check("vision:tp=2,dp=3; llm:tp=2", 4, 8), HCG_ELAYOUT);
+  ck_assert_int_eq(het_check("vision:tp=2; llm:tp=2,dp=*", 4, 8), HCG_ELAYOUT);
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcgp_het_check(NULL, 4, 8, &err), HCG_EINVAL);
+
+  char *v = NULL;
+  ck_assert_int_eq(hcgp_het_encode("tp=2", 4, &v, &err), 0);
+  ck_assert_str_eq(v, "hcg1:het:tp=2");
+  free(v);
+  ck_assert_int_eq(hcgp_het_encode("tp\0=2", 5, &v, &err), HCG_ELIMIT);
+  ck_assert_ptr_null(v);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("spank");
   TCase *a = tcase_create("args");
   tcase_add_test(a, args_defaults);
   tcase_add_test(a, args_valid);
   tcase_add_test(a, args_bad);
+  tcase_add_test(a, args_placement);
+  tcase_add_test(a, node_check_speaks_once);
   tcase_add_test(a, args_long_word_is_cut);
   tcase_add_test(a, args_duplicates_and_counts);
   tcase_add_test(a, args_names);
@@ -399,6 +531,7 @@ static Suite *suite(void) {
   tcase_add_test(f, forward_malformed);
   tcase_add_test(f, forward_too_long);
   tcase_add_test(f, heterogeneous_steps);
+  tcase_add_test(f, het_components);
   suite_add_tcase(s, f);
   TCase *t = tcase_create("task");
   tcase_add_test(t, task_env_matches_core);

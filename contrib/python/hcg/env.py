@@ -47,9 +47,15 @@ class TaskEnv:
     C memory early.
     """
 
-    def __init__(self, layout: Layout, rank: int) -> None:
+    def __init__(self, layout: Layout, rank: int,
+                 node_local: Optional[Mapping[str, bool]] = None) -> None:
         self.layout = layout
         self.rank = rank
+        #: The plugin's placement verdicts (HCG_<GRID>[_<VIEW>]_<DIM>_LOCAL):
+        #: "GRID:DIM" or "GRID/VIEW:DIM" -> whether this rank's group along
+        #: that dim lies inside one node. Only the dims the plugin checked
+        #: (its intra_node_dims list); empty with placement=off.
+        self.node_local: Dict[str, bool] = dict(node_local or {})
 
     @property
     def world_size(self) -> int:
@@ -152,10 +158,36 @@ def from_environ(environ: Optional[Mapping[str, str]] = None) -> TaskEnv:
                        exc.line, exc.column) from None
     try:
         _check_consistent(env, layout, rank)
+        local = node_local_of(env, layout, rank)
     except BaseException:
         layout.close()
         raise
-    return TaskEnv(layout, rank)
+    return TaskEnv(layout, rank, local)
+
+
+def node_local_of(env: Mapping[str, str], layout: Layout,
+                  rank: int) -> Dict[str, bool]:
+    """The HCG_*_LOCAL verdicts of ``env`` for ``rank`` (see
+    TaskEnv.node_local); HcgError(EENV) for a value other than 0 or 1."""
+    out: Dict[str, bool] = {}
+    for g in layout.grids:
+        if not g.contains(rank):
+            continue
+        for v in g.views:
+            for d in v.dims:
+                if d.shared:
+                    continue
+                stem = g.name if v.index == 0 else "%s_%s" % (g.name, v.name)
+                name = "HCG_%s_%s_LOCAL" % (stem.upper(), d.name.upper())
+                value = env.get(name)
+                if value is None:
+                    continue
+                if value not in ("0", "1"):
+                    raise HcgError(Status.EENV, "%s=%r, not 0 or 1"
+                                   % (name, value[:32]))
+                key = g.name if v.index == 0 else "%s/%s" % (g.name, v.name)
+                out["%s:%s" % (key, d.name)] = value == "1"
+    return out
 
 
 # Read and checked above: the others are compared with the layout's answer.

@@ -104,6 +104,32 @@ class RoundTrip(unittest.TestCase):
         self.assertTrue(env.in_task({"HCG_LAYOUT": "x"}))
 
 
+class NodeLocal(unittest.TestCase):
+    """HCG_*_LOCAL, the plugin's placement verdicts, as `hcg env --nodes`
+    prints them for the same placement."""
+
+    def test_verdicts_of_hcg_env_nodes(self):
+        layout = "llm:tp=4,dp=*; llm/expert:ep=8,expt_dp=*"
+        out = support.cli("env", "-n", "16", "--nodes", "4", layout,
+                          "--rank", "5").stdout
+        extra = dict(line.split("=", 1) for line in out.splitlines()
+                     if line.endswith(("_LOCAL=0", "_LOCAL=1")))
+        self.assertEqual(extra, {"HCG_LLM_TP_LOCAL": "1",
+                                 "HCG_LLM_EXPERT_EP_LOCAL": "0"})
+        with env.from_environ(environ_of(16, layout, 5, **extra)) as t:
+            self.assertEqual(t.node_local, {"llm:tp": True,
+                                            "llm/expert:ep": False})
+        with env.from_environ(environ_of(16, layout, 5)) as t:
+            self.assertEqual(t.node_local, {})
+
+    def test_bad_value(self):
+        with self.assertRaises(HcgError) as cm:
+            env.from_environ(environ_of(8, "tp=2,dp=*", 1,
+                                        HCG_WORLD_TP_LOCAL="yes"))
+        self.assertEqual(cm.exception.code, Status.EENV)
+        self.assertIn("HCG_WORLD_TP_LOCAL", str(cm.exception))
+
+
 class Refusals(unittest.TestCase):
 
     def base(self):

@@ -154,6 +154,11 @@ class RealTorch(unittest.TestCase):
         self.assertIn("does not fit the world of 8", r0["oversized"])
         self.assertEqual([r["part_member"] for r in results], [False] * 4 + [True] * 4)
 
+    def test_node_local(self):
+        for rank, res in enumerate(run_job("node_local", 2)):
+            self.assertEqual(res["task"], {"tp": rank == 0})
+            self.assertEqual(res["layout"], {})
+
     def test_bad_input(self):
         for rank, res in enumerate(run_job("errors", 2)):
             self.assertIn("EMISMATCH: the layout is for 4 ranks but the torch "

@@ -166,9 +166,23 @@ def check_missing(rank: int, world: int, arg: str) -> dict:
         return {"error": "%s: %s" % (exc.name, exc.message)}
 
 
+def check_node_local(rank: int, world: int, _arg: str) -> dict:
+    """ProcessGroups.node_local: the TaskEnv's verdicts for the grid's dims,
+    nothing for a bare layout."""
+    import hcg.torch as ht
+    from hcg.env import TaskEnv
+
+    task = TaskEnv(hcg.Layout("tp=%d" % world, world), rank,
+                   {"world:tp": rank == 0})
+    from_task = ht.GroupFactory(task).collection().node_local
+    from_layout = ht.GroupFactory(hcg.Layout("tp=%d" % world, world)).collection().node_local
+    return {"task": from_task, "layout": from_layout}
+
+
 SCENARIOS = {"collections": check_collections,
              "collections_per_key": check_collections_per_key, "grid": check_grid,
-             "errors": check_errors, "missing": check_missing}
+             "errors": check_errors, "missing": check_missing,
+             "node_local": check_node_local}
 
 
 def main() -> int:

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..env import TaskEnv, from_environ
+from ..env import TaskEnv, from_environ, node_local_of
 from ..errors import HcgError, Status
 from ..layout import EMBEDDINGS, FIELDS, GridRef, Layout, Spec
 from . import groups as _groups
@@ -56,6 +57,13 @@ class ProcessGroups:
         self.factory = factory
         self.keys: Dict[str, Optional[str]] = {}
         self.ranks: Dict[str, Optional[List[int]]] = {}
+        #: dim -> whether this rank's group along it stays inside one node,
+        #: as the plugin's placement check found (base and view dims of this
+        #: grid, e.g. {"tp": True, "ep": False}); empty when unknown.
+        self.node_local: Dict[str, bool] = {
+            key.split(":", 1)[1]: v
+            for key, v in getattr(factory, "node_local", {}).items()
+            if key.split(":", 1)[0].split("/", 1)[0] == grid}
         for name in ATTRIBUTES:
             setattr(self, name, None)
             self.keys[name] = None
@@ -206,6 +214,13 @@ class GroupFactory:
                  share_equal: bool = True) -> None:
         self._dist = dist()
         self.layout, self.rank, self._owned = _resolve(source, self._dist)
+        # The plugin's placement verdicts, when the groups are this task's.
+        task = source if isinstance(source, TaskEnv) else (
+            STATE.task if source is None else None)
+        self.node_local: Dict[str, bool] = (
+            dict(task.node_local) if task is not None else
+            node_local_of(os.environ, self.layout, self.rank)
+            if source is None else {})
         self._backend = backend or STATE.backend
         self._timeout = group_timeout(timeout)
         self._pg_options = pg_options

@@ -1,0 +1,284 @@
+/*
+ * explain_svg.c - `hcg explain --format svg`: a picture of a description
+ * (describe.h), one plain SVG file with no external assets. Each node is a
+ * box holding its ranks (one box, "ranks", without --nodes); under each
+ * rank, every grid (module) holding it is a coloured band, labelled with
+ * the rank's pipeline stage; consecutive ranks of one tp group share an
+ * outlined box on the band. With --rank R, R is outlined in red, and the
+ * members of R's groups are tinted: its tp group strongly, the others
+ * lightly. Like the other printers it asks the core nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "describe.h"
+
+enum {
+  SVG_MAX_RANKS = 4096, /* a picture of more ranks is not readable */
+  ROW_CELLS = 16,       /* ranks per row inside a node box */
+  CELL_W = 46,
+  CELL_H = 26,
+  BAND_H = 16,
+  GAP = 6,
+  LABEL_W = 84, /* the node's name on the left */
+  PAD = 12,
+  HEAD_H = 54, /* title and legend */
+};
+
+static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f",
+                                      "#b07aa1", "#76b7b2", "#edc948",
+                                      "#e15759", "#9c755f"};
+#define NCOLORS (sizeof palette / sizeof *palette)
+
+static void put_escaped(FILE *out, const char *s) {
+  for (; *s; s++) {
+    if (*s == '&')
+      fputs("&amp;", out);
+    else if (*s == '<')
+      fputs("&lt;", out);
+    else if (*s == '>')
+      fputs("&gt;", out);
+    else if (*s == '"')
+      fputs("&quot;", out);
+    else
+      fputc(*s, out);
+  }
+}
+
+static int find_dim(const struct desc_view *v, const char *name) {
+  for (int k = 0; k < v->ndims; k++)
+    if (!strcmp(v->dim[k].name, name))
+      return k;
+  return -1;
+}
+
+/* What a rank's cell shows, from describe_rank. */
+struct cell {
+  int node, x, y;
+  int tp_first[HCG_MAX_GRIDS]; /* first member of its tp group, or -1 */
+  int stage[HCG_MAX_GRIDS];    /* pp coordinate, -1: none, -2: not in grid */
+  char mark;                   /* 2: in R's tp group, 1: another group of R */
+  unsigned cross;              /* bit g: this rank's tp group of grid g,
+                                  when it is the group's first, has a
+                                  member on another node */
+};
+
+static void fill_cell(const struct desc *d, const struct desc_rank *r,
+                      struct cell *c) {
+  for (int g = 0; g < d->ngrids; g++) {
+    const struct desc_view *base = &d->grid[g].view[0];
+    c->tp_first[g] = -1;
+    c->stage[g] = -2;
+    if (!r->grid[g].member)
+      continue;
+    int tp = find_dim(base, "tp"), pp = find_dim(base, "pp");
+    c->stage[g] = pp >= 0 ? r->grid[g].coords[0][pp] : -1;
+    if (tp >= 0)
+      c->tp_first[g] =
+          r->rank - r->grid[g].coords[0][tp] * base->dim[tp].stride;
+  }
+}
+
+/* Tints the members of rank R's groups. */
+static void mark_groups(const struct desc *d, struct desc_rank *r, int R,
+                        struct cell *cells) {
+  describe_rank(d, R, DESC_GROUPS, r);
+  int tp = hcg_field_find("tp");
+  for (int g = 0; g < d->ngrids; g++)
+    for (int f = 0; r->grid[g].member && f < HCG_FIELD_COUNT; f++) {
+      const struct desc_rank_group *rg = &r->grid[g].group[f];
+      if (!rg->provided || !rg->ranks.listed || rg->ranks.size > d->world)
+        continue;
+      for (int i = 0; i < rg->ranks.size; i++) {
+        int m = desc_member(&rg->ranks, i);
+        char want = f == tp ? 2 : 1;
+        if (m >= 0 && m < d->world && cells[m].mark < want)
+          cells[m].mark = want;
+      }
+    }
+}
+
+static void svg_cell(FILE *out, const struct desc *d, const struct cell *cells,
+                     int rank, int highlight) {
+  const struct cell *c = &cells[rank];
+  const char *fill = c->mark == 2   ? "#ffd54f"
+                     : c->mark == 1 ? "#fff3c4"
+                                    : "#ffffff";
+  fprintf(out, "<g><title>rank %d", rank);
+  if (c->node >= 0)
+    fprintf(out, ", node %d", c->node);
+  fputs("</title>", out);
+  fprintf(out,
+          "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" "
+          "stroke=\"%s\" stroke-width=\"%d\"/>",
+          c->x, c->y, CELL_W - 4, CELL_H, fill,
+          rank == highlight ? "#d62728" : "#555555", rank == highlight ? 3 : 1);
+  fprintf(out,
+          "<text x=\"%d\" y=\"%d\" font-size=\"13\" text-anchor=\"middle\">%d"
+          "</text>",
+          c->x + (CELL_W - 4) / 2, c->y + CELL_H - 8, rank);
+  for (int g = 0; g < d->ngrids; g++) {
+    if (c->stage[g] == -2)
+      continue;
+    int y = c->y + CELL_H + 2 + g * BAND_H;
+    fprintf(out,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" "
+            "opacity=\"0.85\"/>",
+            c->x - 2, y, CELL_W, BAND_H - 2, palette[g % NCOLORS]);
+    if (c->stage[g] >= 0)
+      fprintf(out,
+              "<text x=\"%d\" y=\"%d\" font-size=\"10\" fill=\"#ffffff\" "
+              "text-anchor=\"middle\">pp%d</text>",
+              c->x + (CELL_W - 4) / 2, y + BAND_H - 5, c->stage[g]);
+  }
+  fputs("</g>\n", out);
+}
+
+/* One outlined box per stretch of consecutive cells of a row that share a
+ * tp group in grid g. */
+static void svg_tp_boxes(FILE *out, const struct desc *d,
+                         const struct cell *cells, const int *order, int n) {
+  for (int g = 0; g < d->ngrids; g++)
+    for (int i = 0; i < n;) {
+      const struct cell *a = &cells[order[i]];
+      int j = i + 1;
+      while (j < n && a->tp_first[g] >= 0 &&
+             cells[order[j]].tp_first[g] == a->tp_first[g] &&
+             cells[order[j]].y == a->y)
+        j++;
+      if (a->tp_first[g] >= 0) {
+        const struct cell *b = &cells[order[j - 1]];
+        int cross = (cells[a->tp_first[g]].cross >> g) & 1;
+        fprintf(out,
+                "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                "fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s "
+                "rx=\"3\"><title>%s tp group of rank %d%s</title></rect>\n",
+                a->x - 3, a->y + CELL_H + 1 + g * BAND_H,
+                b->x - a->x + CELL_W + 2, BAND_H, cross ? "#d62728" : "#222222",
+                cross ? " stroke-dasharray=\"5 3\"" : "", d->grid[g].name,
+                a->tp_first[g], cross ? ", across nodes" : "");
+      }
+      i = j;
+    }
+}
+
+int explain_svg(FILE *out, const struct desc *d,
+                const struct explain_opts *opts, struct desc_rank *r) {
+  if (d->world > SVG_MAX_RANKS) {
+    fprintf(stderr,
+            "hcg: --format svg draws at most %d ranks; this layout has %d\n",
+            SVG_MAX_RANKS, d->world);
+    return EXIT_OTHER;
+  }
+  int nodes = d->placement.set ? d->placement.p.nodes : 1;
+  struct cell *cells = calloc((size_t)d->world, sizeof *cells);
+  int *order = malloc(sizeof *order * (size_t)d->world);
+  int *count = calloc((size_t)nodes + 1, sizeof *count);
+  if (!cells || !order || !count) {
+    free(cells), free(order), free(count);
+    fputs("hcg: out of memory\n", stderr);
+    return EXIT_OTHER;
+  }
+  /* Ranks grouped by node, ascending inside a node. */
+  for (int rank = 0; rank < d->world; rank++) {
+    cells[rank].node = d->placement.set ? describe_node(d, rank) : -1;
+    count[(cells[rank].node < 0 ? 0 : cells[rank].node) + 1]++;
+  }
+  for (int k = 1; k <= nodes; k++)
+    count[k] += count[k - 1];
+  for (int rank = 0; rank < d->world; rank++) {
+    int k = cells[rank].node < 0 ? 0 : cells[rank].node;
+    order[count[k]++] = rank; /* count[k] now ends node k */
+  }
+  /* Rows as wide as the fullest node, up to ROW_CELLS ranks. */
+  int cols = 1;
+  for (int k = 0, prev = 0; k < nodes; prev = count[k++])
+    if (count[k] - prev > cols)
+      cols = count[k] - prev < ROW_CELLS ? count[k] - prev : ROW_CELLS;
+  int row_h = CELL_H + d->ngrids * BAND_H + 2 * GAP;
+  int width = 2 * PAD + LABEL_W + cols * CELL_W + 2 * GAP;
+  if (width < 560)
+    width = 560; /* room for the title and the legend */
+  int y = HEAD_H, at = 0;
+  for (int k = 0; k < nodes; k++) {
+    int first = at, n = count[k] - first;
+    int rows = n ? (n + cols - 1) / cols : 1;
+    for (int i = 0; i < n; i++) {
+      struct cell *c = &cells[order[first + i]];
+      c->x = PAD + LABEL_W + (i % cols) * CELL_W + GAP;
+      c->y = y + GAP + (i / cols) * row_h;
+    }
+    at = count[k];
+    y += rows * row_h + GAP;
+  }
+  int height = y + PAD;
+  for (int rank = 0; rank < d->world; rank++) {
+    describe_rank(d, rank, DESC_PLACE, r);
+    fill_cell(d, r, &cells[rank]);
+  }
+  /* A tp group crosses nodes when a member is not on its first's node. */
+  for (int rank = 0; rank < d->world; rank++)
+    for (int g = 0; g < d->ngrids; g++) {
+      int f = cells[rank].tp_first[g];
+      if (f >= 0 && cells[rank].node != cells[f].node)
+        cells[f].cross |= 1u << g;
+    }
+  if (opts->rank >= 0)
+    mark_groups(d, r, opts->rank, cells);
+
+  fprintf(out,
+          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+          "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n",
+          width, height, width, height);
+  fputs("<title>hcg layout: ", out);
+  put_escaped(out, d->text);
+  fputs("</title>\n", out);
+  fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"#fafafa\"/>\n", width,
+          height);
+  fprintf(out, "<text x=\"%d\" y=\"20\" font-size=\"14\">", PAD);
+  put_escaped(out, d->text);
+  fprintf(out, " (%d ranks", d->world);
+  if (d->placement.set)
+    fprintf(out, " on %d nodes", nodes);
+  fputs(")</text>\n", out);
+  int lx = PAD;
+  for (int g = 0; g < d->ngrids; g++) {
+    fprintf(out,
+            "<rect x=\"%d\" y=\"30\" width=\"14\" height=\"12\" "
+            "fill=\"%s\"/><text x=\"%d\" y=\"41\" font-size=\"12\">%s</text>\n",
+            lx, palette[g % NCOLORS], lx + 18, d->grid[g].name);
+    lx += 30 + 8 * (int)strlen(d->grid[g].name);
+  }
+  fprintf(out,
+          "<text x=\"%d\" y=\"41\" font-size=\"12\">boxes: tp groups "
+          "(red dashed: across nodes); ppN: pipeline stage</text>\n",
+          lx + 10);
+  y = HEAD_H;
+  at = 0;
+  for (int k = 0; k < nodes; k++) {
+    int n = count[k] - at;
+    int rows = n ? (n + cols - 1) / cols : 1;
+    fprintf(out,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"6\" "
+            "fill=\"#eef1f5\" stroke=\"#8899aa\"/>\n",
+            PAD, y, width - 2 * PAD, rows * row_h);
+    if (d->placement.set)
+      fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"13\">node %d</text>\n",
+              PAD + 8, y + 20, k);
+    else
+      fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"13\">ranks</text>\n",
+              PAD + 8, y + 20);
+    for (int i = 0; i < n; i++)
+      svg_cell(out, d, cells, order[at + i], opts->rank);
+    svg_tp_boxes(out, d, cells, order + at, n);
+    at = count[k];
+    y += rows * row_h + GAP;
+  }
+  fputs("</svg>\n", out);
+  free(cells);
+  free(order);
+  free(count);
+  return 0;
+}

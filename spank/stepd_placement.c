@@ -1,0 +1,144 @@
+/*
+ * stepd_placement.c - slurmstepd: the placement check of a task's node
+ * (placement.h), answered with Slurm's local task ids, and what the policy
+ * does with it: each task gets HCG_<GRID>[_<VIEW>]_<DIM>_LOCAL=1|0, the
+ * node's first task prints the step's one line, and under refuse every
+ * task of a node that sees a crossing group fails before the program runs.
+ *
+ * Runs in task_init, after the layout variables are set; the layout comes
+ * from srun (forward.h), already checked by hcgp_task_env.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "forward.h"
+#include "placement.h"
+#include "plugin.h"
+
+/* More local tasks than this is not a real node; the check is skipped
+ * (with a log line) rather than allocate for it. */
+enum { LOCAL_TASKS_MAX = 1 << 16 };
+
+/* 0 for a global id of this node, -1 for any other. */
+static int on_this_node(void *arg, int rank) {
+  uint32_t lid = 0;
+  return rank >= 0 && spank_get_item((spank_t)arg, S_JOB_GLOBAL_TO_LOCAL_ID,
+                                     (uint32_t)rank, &lid) == ESPANK_SUCCESS
+             ? 0
+             : -1;
+}
+
+static int set_local(void *arg, const char *name, const char *value) {
+  spank_err_t rc = spank_setenv((spank_t)arg, name, value, 1);
+  if (rc != ESPANK_SUCCESS) {
+    slurm_error(HCGP_LOG_PREFIX "cannot set %s for the task: %s", name,
+                spank_strerror(rc));
+    return -1;
+  }
+  return 0;
+}
+
+int hcgp_placement_policy(void) {
+  return hcgp_state.placement_given ? hcgp_state.placement
+                                    : hcgp_state.args.placement;
+}
+
+/* The node's tasks, by global id; NULL when Slurm does not say. */
+static int *local_tasks(spank_t sp, int *n) {
+  uint32_t count = 0;
+  *n = 0;
+  if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &count) != ESPANK_SUCCESS ||
+      count < 1 || count > LOCAL_TASKS_MAX)
+    return NULL;
+  int *ids = malloc(sizeof *ids * count);
+  for (uint32_t i = 0; ids && i < count; i++) {
+    uint32_t gid = 0;
+    if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &gid) !=
+            ESPANK_SUCCESS ||
+        gid > (uint32_t)HCG_MAX_WORLD) {
+      free(ids);
+      return NULL;
+    }
+    ids[i] = (int)gid;
+  }
+  *n = ids ? (int)count : 0;
+  return ids;
+}
+
+static void node_name(spank_t sp, char *buf, size_t cap) {
+  if (spank_getenv(sp, "SLURMD_NODENAME", buf, (int)cap) == ESPANK_SUCCESS &&
+      buf[0])
+    return;
+  if (gethostname(buf, cap) != 0 || !buf[0])
+    snprintf(buf, cap, "this node");
+  buf[cap - 1] = '\0';
+}
+
+int hcgp_stepd_placement(spank_t sp, const char *forwarded,
+                         const struct hcgp_task *t) {
+  int policy = hcgp_placement_policy();
+  if (policy == HCGP_PLACEMENT_OFF)
+    return 0;
+  if (hcgp_state.placement_bad) {
+    hcgp_log_error("--hcg-placement takes warn or refuse");
+    return -1;
+  }
+  char language[HCG_MAX_NAME + 1];
+  const char *text;
+  size_t len;
+  hcg_error err = HCG_ERROR_INIT;
+  hcg_layout *L = NULL;
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = (int)t->world;
+  cfg.language = language;
+  if (hcgp_forward_decode(forwarded, strlen(forwarded), t->job, t->step,
+                          language, &text, &len, &err) ||
+      hcg_layout_parse(text, len, &cfg, &L, &err)) {
+    hcgp_log_hcg_error(&err);
+    return -1;
+  }
+  const char *dims = hcgp_state.args.intra_node_dims;
+  /* Per-dim variables, like _RANK and _SIZE: export_dims=no leaves them
+   * out (the check itself still runs). */
+  int rc = t->export_dims
+               ? hcg_rank_placement_env(L, (int)t->rank, dims, on_this_node, sp,
+                                        set_local, sp)
+               : 0;
+  int nlocal = 0;
+  int *local = rc ? NULL : local_tasks(sp, &nlocal);
+  struct hcgp_node_check check;
+  if (!rc && !local) {
+    /* Without the node's task list the variables still stand; only the
+     * node-wide verdict is missing. */
+    slurm_verbose(HCGP_LOG_PREFIX "no local task list; placement of the "
+                                  "other tasks of this node not checked");
+  } else if (!rc &&
+             !(rc = hcgp_node_check(L, dims, local, nlocal, on_this_node, sp,
+                                    &check)) &&
+             check.crossing) {
+    int lid = 1; /* S_TASK_ID is an int * */
+    char here[128], line[2 * HCG_ERROR_MAX];
+    /* The node's first task speaks for the node, if the node speaks. */
+    if (check.speak && spank_get_item(sp, S_TASK_ID, &lid) == ESPANK_SUCCESS &&
+        lid == 0) {
+      node_name(sp, here, sizeof here);
+      hcgp_placement_line(L, &check, here, policy, line, sizeof line);
+      if (policy == HCGP_PLACEMENT_REFUSE)
+        hcgp_log_error(line);
+      else
+        fprintf(stderr, HCGP_LOG_PREFIX "%s\n", line);
+    }
+    if (policy == HCGP_PLACEMENT_REFUSE)
+      rc = 1;
+  }
+  if (rc < 0) {
+    hcgp_log_error("the placement check failed");
+    if (policy != HCGP_PLACEMENT_REFUSE)
+      rc = 0; /* a warning only: the step goes on */
+  }
+  free(local);
+  hcg_layout_free(L);
+  return rc;
+}
