@@ -25,6 +25,9 @@ clean_env() {
 setup() {
   cluster_required
   clean_env
+  # The previous test's job may still be completing; a step started then
+  # prints 'queued and waiting for resources' into the output under test.
+  cluster_wait_idle 30 || true
   OUT=$BATS_TEST_TMPDIR/out
   mkdir -p "$OUT"
   chmod 777 "$BATS_TEST_TMPDIR" "$OUT"
