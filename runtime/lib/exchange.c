@@ -1,8 +1,8 @@
 /*
  * exchange.c - one PMIx exchange for a whole set of groups: leaders make
  * and publish ids, one commit, one fence, members fetch from their leaders
- * (all of a rank's gets at once). The naive variant (one fence per group
- * key) exists to be measured against it.
+ * (all of a rank's gets in one batch, under one deadline). The naive variant
+ * (one fence per group key) exists to be measured against it.
  *
  * Bounded fan-in: in a job of more than F processes (F = ctx->fanin,
  * HCG_FANIN), a group of more than F members is cut into slices of F
@@ -118,12 +118,29 @@ int hcgrt_exchange_usable(hcg_ctx *ctx, hcg_error *err) {
 #endif
 }
 
-/* Leader side of one item: make the id and, for groups of more than one,
- * publish it. */
+static int extra_key(const hcg_ctx *ctx, long long epoch,
+                     const struct hcgrt_item *it, int relay, char *buf,
+                     size_t cap);
+static int put_extra(hcg_ctx *ctx, long long epoch, struct hcgrt_item *it,
+                     int relay, hcg_error *err);
+
+/* Leader side of one item: make its nids ids and, for groups of more than
+ * one, publish them (the first under the group's key, the others together
+ * under its extra key). */
 static int publish(hcg_ctx *ctx, struct hcgrt_item *it, long long epoch,
-                   int flags, hcg_error *err) {
+                   int flags, int nids, hcg_error *err) {
   int rc = make_id(it->id, flags, it->key, err);
+  if (!rc && nids > 1) {
+    if (!(it->more = malloc((size_t)(nids - 1) * HCG_ID_BYTES)))
+      return hcg__fail(err, HCG_ENOMEM, "out of memory for %d NCCL ids", nids);
+    it->nids = nids;
+    for (int k = 1; k < nids && !rc; k++)
+      rc = make_id(it->more + (size_t)(k - 1) * HCG_ID_BYTES, flags, it->key,
+                   err);
+  }
   if (rc || it->group.size < 2)
+    return rc;
+  if (it->nids > 1 && (rc = put_extra(ctx, epoch, it, 0, err)))
     return rc;
   char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
   rc = hcg_exchange_pmix_key(ctx->tag, epoch, it->key, pkey, sizeof pkey);
@@ -170,6 +187,16 @@ static int source(const hcg_ctx *ctx, const struct hcgrt_item *it, int stage) {
   return stage == 2 ? hcg_group_member(ctx->layout, &it->group, first) : -1;
 }
 
+/* The NCCL ids of an item: one per slice of a sliced group where the plan
+ * asks for them (ncclCommInitRankScalable), else one. Every member
+ * derives the same number. */
+static int nids_of(const hcg_ctx *ctx, int scalable,
+                   const struct hcgrt_item *it) {
+  if (!scalable || !sliced(ctx, it))
+    return 1;
+  return (int)(((long long)it->group.size + ctx->fanin - 1) / ctx->fanin);
+}
+
 /* 1 when this rank relays the id of a member item. */
 static int relays(const hcg_ctx *ctx, const struct hcgrt_item *it) {
   int pos = it->group.index;
@@ -185,13 +212,50 @@ static int relay_key(const hcg_ctx *ctx, long long epoch,
   return hcg_exchange_pmix_key(ctx->tag, epoch, k, buf, cap);
 }
 
+/* The PMIx key of an item's extra ids ('+' before the group key), or of a
+ * relay's copy of them ("@+"). */
+static int extra_key(const hcg_ctx *ctx, long long epoch,
+                     const struct hcgrt_item *it, int relay, char *buf,
+                     size_t cap) {
+  char k[HCG_KEY_MAX + 3];
+  snprintf(k, sizeof k, "%s+%s", relay ? "@" : "", it->key);
+  return hcg_exchange_pmix_key(ctx->tag, epoch, k, buf, cap);
+}
+
+static int put_extra(hcg_ctx *ctx, long long epoch, struct hcgrt_item *it,
+                     int relay, hcg_error *err) {
+  char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
+  int rc = extra_key(ctx, epoch, it, relay, pkey, sizeof pkey);
+  if (rc)
+    return hcg__fail(err, rc, "cannot derive a PMIx key for group '%s'",
+                     it->key);
+  rc = hcgrt_pmix_put(ctx->pmix, pkey, it->more,
+                      (size_t)(it->nids - 1) * HCG_ID_BYTES, err);
+  if (!rc)
+    ctx->stats.puts++;
+  return rc;
+}
+
 /* Fetches the ids of items[from, to) that this rank gets at `stage`, but
- * for those with skip[i] set (skip may be NULL). */
+ * for those with skip[i] set (skip may be NULL); with `scalable`, also
+ * the extra ids of sliced groups (a second get from the same source). */
 static int fetch(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
-                 long long epoch, const int *skip, int stage, hcg_error *err) {
+                 long long epoch, const int *skip, int stage, int scalable,
+                 hcg_error *err) {
   int n = 0;
-  for (int i = from; i < to; i++)
-    n += source(ctx, &items[i], stage) >= 0 && !(skip && skip[i]);
+  for (int i = from; i < to; i++) {
+    struct hcgrt_item *it = &items[i];
+    if (source(ctx, it, stage) < 0 || (skip && skip[i]))
+      continue;
+    int nids = nids_of(ctx, scalable, it);
+    if (nids > 1 && !it->more) {
+      if (!(it->more = malloc((size_t)(nids - 1) * HCG_ID_BYTES)))
+        return hcg__fail(err, HCG_ENOMEM, "out of memory for %d NCCL ids",
+                         nids);
+      it->nids = nids;
+    }
+    n += it->nids > 1 ? 2 : 1;
+  }
   if (!n)
     return HCG_OK;
   struct hcgrt_get *gets = calloc((size_t)n, sizeof *gets);
@@ -215,6 +279,14 @@ static int fetch(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
     gets[k].out = it->id;
     gets[k].group = it->key;
     k++;
+    if (!rc && it->nids > 1) {
+      rc = extra_key(ctx, epoch, it, stage == 2, keys[k], sizeof keys[k]);
+      gets[k] = gets[k - 1];
+      gets[k].key = keys[k];
+      gets[k].out = it->more;
+      gets[k].len = (size_t)(it->nids - 1) * HCG_ID_BYTES;
+      k++;
+    }
   }
   if (!rc)
     rc = hcgrt_pmix_get_all(ctx->pmix, gets, n, HCG_ID_BYTES, ctx->timeout_s,
@@ -252,7 +324,8 @@ int hcgrt_exchange_publish(hcg_ctx *ctx, struct hcgrt_plan *plan,
                            long long epoch, int flags, hcg_error *err) {
   for (int i = 0; i < plan->n; i++)
     if (plan->items[i].member && plan->items[i].leader == ctx->rank) {
-      int rc = publish(ctx, &plan->items[i], epoch, flags, err);
+      int rc = publish(ctx, &plan->items[i], epoch, flags,
+                       nids_of(ctx, plan->scalable, &plan->items[i]), err);
       if (rc)
         return rc;
     }
@@ -263,7 +336,7 @@ int hcgrt_exchange_publish(hcg_ctx *ctx, struct hcgrt_plan *plan,
 static int republish(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
                      const int *skip, hcg_error *err) {
   for (int i = 0; i < plan->n; i++) {
-    const struct hcgrt_item *it = &plan->items[i];
+    struct hcgrt_item *it = &plan->items[i];
     if (!relays(ctx, it) || (skip && skip[i]))
       continue;
     char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
@@ -274,6 +347,8 @@ static int republish(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
     if ((rc = hcgrt_pmix_put(ctx->pmix, pkey, it->id, HCG_ID_BYTES, err)))
       return rc;
     ctx->stats.puts++;
+    if (it->nids > 1 && (rc = put_extra(ctx, epoch, it, 1, err)))
+      return rc;
   }
   return HCG_OK;
 }
@@ -287,7 +362,8 @@ int hcgrt_exchange_relay_fence(hcg_ctx *ctx, hcg_error *err) {
 
 int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
                          const int *skip, hcg_error *err) {
-  int rc = fetch(ctx, plan->items, 0, plan->n, epoch, skip, 1, err);
+  int rc =
+      fetch(ctx, plan->items, 0, plan->n, epoch, skip, 1, plan->scalable, err);
   if (!relayed(ctx))
     return rc;
   if (!rc)
@@ -299,7 +375,8 @@ int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
     return rc;
   if (frc)
     return frc;
-  return fetch(ctx, plan->items, 0, plan->n, epoch, skip, 2, err);
+  return fetch(ctx, plan->items, 0, plan->n, epoch, skip, 2, plan->scalable,
+               err);
 }
 
 int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
@@ -314,10 +391,10 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
     /* Every process walks the same keys, member or not. */
     for (int i = 0; i < plan->n; i++) {
       if (items[i].member && items[i].leader == ctx->rank &&
-          (rc = publish(ctx, &items[i], epoch, flags, err)))
+          (rc = publish(ctx, &items[i], epoch, flags, 1, err)))
         return rc;
       if ((rc = fence(ctx, err)) ||
-          (rc = fetch(ctx, items, i, i + 1, epoch, NULL, 0, err)))
+          (rc = fetch(ctx, items, i, i + 1, epoch, NULL, 0, 0, err)))
         return rc;
     }
     return HCG_OK;
@@ -434,7 +511,7 @@ int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
     return rc;
   if (ctx->rank == root)
     return HCG_OK;
-  struct hcgrt_get get = {root, pkey, buf, "#broadcast"};
+  struct hcgrt_get get = {root, pkey, buf, "#broadcast", 0};
   rc = hcgrt_pmix_get_all(ctx->pmix, &get, 1, len, ctx->timeout_s, err);
   if (!rc)
     ctx->stats.gets++;
