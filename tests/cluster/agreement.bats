@@ -98,6 +98,15 @@ one_fails() {
   for f in "$OUT"/vg.*.log; do
     [ ! -s "$f" ] || { cat "$f"; false; }
   done
+  # Bounded fan-in on 4 tasks (HCG_FANIN=2): a group of 4 in 2 slices with
+  # 2 ids, relayed by rank 2 to rank 3 after the relay fence.
+  rm -f "$OUT"/vg.*.log
+  hello_cmd 4 'llm:tp=1,dp=*' --export=ALL,HCG_TEST_COMM_FAIL=99:init,HCG_FANIN=2 \
+    "$vg" --force-comm --timeout 60
+  [ "$status" -eq 0 ] || { show; cat "$OUT"/vg.*.log; false; }
+  for f in "$OUT"/vg.*.log; do
+    [ ! -s "$f" ] || { cat "$f"; false; }
+  done
 }
 
 @test "options go through the real mapping: min_ctas alone is completed or refused" {
