@@ -66,7 +66,8 @@ static int read_statuses(hcg_ctx *ctx, const char *key, const int *ranks, int n,
     goto out;
   }
   for (int i = 0; i < n; i++)
-    g[i] = (struct hcgrt_get){ranks[i], key, v[i], "(agreement)", 0};
+    g[i] = (struct hcgrt_get){
+        .rank = ranks[i], .key = key, .out = v[i], .group = "(agreement)"};
   rc = hcgrt_pmix_get_each(ctx->pmix, g, n, sizeof *v, ctx->timeout_s, st, err);
   for (int i = 0; i < n && !rc; i++) {
     if (st[i])

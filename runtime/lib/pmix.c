@@ -400,6 +400,15 @@ int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, const char *what,
 
 static int get_error(hcg_error *err, const struct hcgrt_get *g,
                      pmix_status_t st, size_t len, int timeout_s) {
+  if (st == SIZE_BAD && g->dyn)
+    return hcg__fail(err, HCG_EPMIX,
+                     "the ids rank %d published (for group '%s') are not "
+                     "1 to %d bytes",
+                     g->rank, g->group, HCGRT_GET_DYN_MAX);
+  if (st == PMIX_ERR_NOMEM)
+    return hcg__fail(err, HCG_ENOMEM,
+                     "out of memory for the ids of rank %d (group '%s')",
+                     g->rank, g->group);
   if (st == SIZE_BAD)
     return hcg__fail(err, HCG_EPMIX,
                      "the id of group '%s' from rank %d is not %zu bytes",
@@ -456,11 +465,24 @@ static int get_batch(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
     st[i] = PMIx_Get(&from, g->key, &info, 1, &v);
     PMIX_INFO_DESTRUCT(&info);
     size_t want = g->len ? g->len : len;
+    if (g->dyn) {
+      *g->dyn = NULL;
+      *g->dyn_len = 0;
+      if (st[i] == PMIX_SUCCESS && v && v->type == PMIX_BYTE_OBJECT &&
+          v->data.bo.size > 0 && v->data.bo.size <= HCGRT_GET_DYN_MAX)
+        want = v->data.bo.size;
+    }
     if (st[i] == PMIX_SUCCESS &&
         (!v || v->type != PMIX_BYTE_OBJECT || v->data.bo.size != want))
       st[i] = SIZE_BAD;
+    if (st[i] == PMIX_SUCCESS && g->dyn) {
+      if ((*g->dyn = malloc(want)))
+        *g->dyn_len = want;
+      else
+        st[i] = PMIX_ERR_NOMEM;
+    }
     if (st[i] == PMIX_SUCCESS)
-      memcpy(g->out, v->data.bo.bytes, want);
+      memcpy(g->dyn ? *g->dyn : g->out, v->data.bo.bytes, want);
     if (v)
       PMIX_VALUE_RELEASE(v);
   }

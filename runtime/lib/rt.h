@@ -52,7 +52,12 @@ struct hcgrt_get {
   unsigned char *out;
   const char *group; /* for messages */
   size_t len;        /* its own length; 0: the batch's `len` */
+  /* Instead of out: a value of any size (up to HCGRT_GET_DYN_MAX) into a
+   * new buffer *dyn (the caller frees it) of *dyn_len bytes. */
+  unsigned char **dyn;
+  size_t *dyn_len;
 };
+#define HCGRT_GET_DYN_MAX (1 << 24)
 int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
                        size_t len, int timeout_s, hcg_error *err);
 /* HCG_DEBUG_REQUESTS=FILE (read at hcgrt_pmix_open): every get appends
