@@ -925,8 +925,9 @@ int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
 /* The PMIx key under which the leader of `key` publishes its id for the
  * exchange numbered `epoch` (0, 1, ... per context) with a tag: "hcg." TAG
  * "." EPOCH "." KEY, or, when that would exceed PMIx's 511 characters,
- * "hcg." TAG "." EPOCH ".#" and 32 hex digits of a hash of KEY. Exposed for
- * diagnostics. HCG_ERANGE when cap is too small (512 always suffices). */
+ * "hcg." TAG "." EPOCH ".#" and 32 hex digits of a hash of KEY. (In a job
+ * of at most HCG_FANIN processes a leader's ids travel together, under the
+ * KEY "*".) Exposed for diagnostics. HCG_ERANGE when cap is too small (512 always suffices). */
 int hcg_exchange_pmix_key(const char *tag, long long epoch, const char *key,
                           char *buf, size_t cap);
 

@@ -51,7 +51,7 @@ static int cmp_int(const void *a, const void *b) {
 }
 
 /* Statuses of ranks[0..n-1] (distinct, ascending) into st: one get each,
- * issued together, all within the context's timeout. A member whose status
+ * in one batch, all within the context's timeout. A member whose status
  * cannot be read counts as failed: HCG_ETIMEOUT when the time ran out,
  * else HCG_EPMIX. Fails only for lack of memory. */
 static int read_statuses(hcg_ctx *ctx, const char *key, const int *ranks, int n,
@@ -66,7 +66,8 @@ static int read_statuses(hcg_ctx *ctx, const char *key, const int *ranks, int n,
     goto out;
   }
   for (int i = 0; i < n; i++)
-    g[i] = (struct hcgrt_get){ranks[i], key, v[i], "(agreement)"};
+    g[i] = (struct hcgrt_get){
+        .rank = ranks[i], .key = key, .out = v[i], .group = "(agreement)"};
   rc = hcgrt_pmix_get_each(ctx->pmix, g, n, sizeof *v, ctx->timeout_s, st, err);
   for (int i = 0; i < n && !rc; i++) {
     if (st[i])

@@ -392,6 +392,41 @@ static int prepare(hcg_ctx *ctx, const hcg_groupset *set,
   return HCG_OK;
 }
 
+/* A sliced group's communicator from its nids ids, one per slice: NCCL
+ * then spreads its bootstrap over that many roots instead of one. The
+ * exchange makes nids > 1 only where hcgrt_nccl_scalable said so. */
+static int init_scalable(const struct hcgrt_item *it, struct pending *p,
+                         const char *mark, hcg_error *err) {
+#if NCCL_VERSION_CODE >= HCGRT_NCCL_SCALABLE
+  ncclUniqueId *ids = malloc((size_t)it->nids * sizeof *ids);
+  if (!ids)
+    return hcg__fail(err, HCG_ENOMEM,
+                     "out of memory for %d NCCL ids of group "
+                     "'%s'",
+                     it->nids, p->comm->key);
+  memcpy(ids[0].internal, it->id, HCG_ID_BYTES);
+  for (int k = 1; k < it->nids; k++)
+    memcpy(ids[k].internal, it->more + (size_t)(k - 1) * HCG_ID_BYTES,
+           HCG_ID_BYTES);
+  ncclResult_t r = ncclCommInitRankScalable(
+      &p->nccl, p->comm->size, p->comm->rank, it->nids, ids, &p->config);
+  free(ids);
+  if (r != ncclSuccess && r != ncclInProgress)
+    return hcgrt_nccl_fail(err, HCG_ENCCL, r, mark,
+                           "ncclCommInitRankScalable (%d ids) for group '%s' "
+                           "failed",
+                           it->nids, p->comm->key);
+  return HCG_OK;
+#else
+  (void)mark;
+  return hcg__fail(err, HCG_ENOTSUP,
+                   "group '%s' has %d NCCL ids, but this libhcg was "
+                   "compiled against an NCCL without "
+                   "ncclCommInitRankScalable",
+                   p->comm->key, it->nids);
+#endif
+}
+
 /* Initializes the pending communicators not skipped in one non-blocking
  * NCCL group and polls until all are ready, one fails, or the deadline
  * passes; on failure aborts all of them. */
@@ -417,8 +452,14 @@ static int init_all(hcg_ctx *ctx, const struct hcgrt_plan *plan,
   for (int i = 0; i < n; i++) {
     if (skip[i])
       continue;
+    const struct hcgrt_item *it = &plan->items[i];
+    if (it->nids > 1) {
+      if ((rc = init_scalable(it, &p[i], mark, err)))
+        break;
+      continue;
+    }
     ncclUniqueId id;
-    memcpy(id.internal, plan->items[i].id, HCG_ID_BYTES);
+    memcpy(id.internal, it->id, HCG_ID_BYTES);
     r = ncclCommInitRankConfig(&p[i].nccl, p[i].comm->size, id, p[i].comm->rank,
                                &p[i].config);
     if (r != ncclSuccess && r != ncclInProgress) {
@@ -551,6 +592,7 @@ static void stage_local(hcg_ctx *ctx, const hcg_groupset *set,
   int version = 0;
   if ((cr->status = nccl_version(&version, &cr->own)))
     return;
+  cr->plan.scalable = hcgrt_nccl_scalable(version);
   for (int i = 0; i < n; i++)
     if (lookup(ctx, cr->plan.items[i].key)) {
       cr->status = hcg__fail(&cr->own, HCG_EEXIST,

@@ -1,8 +1,8 @@
 /*
  * exchange.c - one PMIx exchange for a whole set of groups: leaders make
  * and publish ids, one commit, one fence, members fetch from their leaders
- * (all of a rank's gets at once). The naive variant (one fence per group
- * key) exists to be measured against it.
+ * (all of a rank's gets in one batch, under one deadline). The naive variant
+ * (one fence per group key) exists to be measured against it.
  *
  * Bounded fan-in: in a job of more than F processes (F = ctx->fanin,
  * HCG_FANIN), a group of more than F members is cut into slices of F
@@ -118,25 +118,53 @@ int hcgrt_exchange_usable(hcg_ctx *ctx, hcg_error *err) {
 #endif
 }
 
-/* Leader side of one item: make the id and, for groups of more than one,
- * publish it. */
+/* HCG_EEXIST when this process already published pkey: `group`'s id,
+ * whose own key is gkey (pkey itself, or its leader's bundle). */
+static int unclaimed(hcg_ctx *ctx, const char *pkey, const char *gkey,
+                     const char *group, hcg_error *err) {
+  if (!hcgrt_pmix_have_own(ctx->pmix, pkey))
+    return HCG_OK;
+  return hcg__fail(err, HCG_EEXIST,
+                   "PMIx key '%s' of group '%s' was already published by "
+                   "this process: another context exchanges the same "
+                   "groups%s%s%s; give each context its own "
+                   "hcg_ctx_config.tag",
+                   gkey, group, strcmp(pkey, gkey) ? " (in the bundle '" : "",
+                   strcmp(pkey, gkey) ? pkey : "",
+                   strcmp(pkey, gkey) ? "')" : "");
+}
+
+static int extra_key(const hcg_ctx *ctx, long long epoch,
+                     const struct hcgrt_item *it, int relay, char *buf,
+                     size_t cap);
+static int put_extra(hcg_ctx *ctx, long long epoch, struct hcgrt_item *it,
+                     int relay, hcg_error *err);
+
+/* Leader side of one item: make its nids ids and, for groups of more than
+ * one, publish them (the first under the group's key, the others together
+ * under its extra key). */
 static int publish(hcg_ctx *ctx, struct hcgrt_item *it, long long epoch,
-                   int flags, hcg_error *err) {
+                   int flags, int nids, int put, hcg_error *err) {
   int rc = make_id(it->id, flags, it->key, err);
-  if (rc || it->group.size < 2)
+  if (!rc && nids > 1) {
+    if (!(it->more = malloc((size_t)(nids - 1) * HCG_ID_BYTES)))
+      return hcg__fail(err, HCG_ENOMEM, "out of memory for %d NCCL ids", nids);
+    it->nids = nids;
+    for (int k = 1; k < nids && !rc; k++)
+      rc = make_id(it->more + (size_t)(k - 1) * HCG_ID_BYTES, flags, it->key,
+                   err);
+  }
+  if (rc || it->group.size < 2 || !put)
+    return rc;
+  if (it->nids > 1 && (rc = put_extra(ctx, epoch, it, 0, err)))
     return rc;
   char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
   rc = hcg_exchange_pmix_key(ctx->tag, epoch, it->key, pkey, sizeof pkey);
   if (rc)
     return hcg__fail(err, rc, "cannot derive a PMIx key for group '%s'",
                      it->key);
-  if (hcgrt_pmix_have_own(ctx->pmix, pkey))
-    return hcg__fail(err, HCG_EEXIST,
-                     "PMIx key '%s' of group '%s' was already published by "
-                     "this process: another context exchanges the same "
-                     "groups; give each context its own "
-                     "hcg_ctx_config.tag",
-                     pkey, it->key);
+  if ((rc = unclaimed(ctx, pkey, pkey, it->key, err)))
+    return rc;
   rc = hcgrt_pmix_put(ctx->pmix, pkey, it->id, HCG_ID_BYTES, err);
   if (!rc)
     ctx->stats.puts++;
@@ -170,6 +198,16 @@ static int source(const hcg_ctx *ctx, const struct hcgrt_item *it, int stage) {
   return stage == 2 ? hcg_group_member(ctx->layout, &it->group, first) : -1;
 }
 
+/* The NCCL ids of an item: one per slice of a sliced group where the plan
+ * asks for them (ncclCommInitRankScalable), else one. Every member
+ * derives the same number. */
+static int nids_of(const hcg_ctx *ctx, int scalable,
+                   const struct hcgrt_item *it) {
+  if (!scalable || !sliced(ctx, it))
+    return 1;
+  return (int)(((long long)it->group.size + ctx->fanin - 1) / ctx->fanin);
+}
+
 /* 1 when this rank relays the id of a member item. */
 static int relays(const hcg_ctx *ctx, const struct hcgrt_item *it) {
   int pos = it->group.index;
@@ -185,13 +223,196 @@ static int relay_key(const hcg_ctx *ctx, long long epoch,
   return hcg_exchange_pmix_key(ctx->tag, epoch, k, buf, cap);
 }
 
+/* The PMIx key of an item's extra ids ('+' before the group key), or of a
+ * relay's copy of them ("@+"). */
+static int extra_key(const hcg_ctx *ctx, long long epoch,
+                     const struct hcgrt_item *it, int relay, char *buf,
+                     size_t cap) {
+  char k[HCG_KEY_MAX + 3];
+  snprintf(k, sizeof k, "%s+%s", relay ? "@" : "", it->key);
+  return hcg_exchange_pmix_key(ctx->tag, epoch, k, buf, cap);
+}
+
+static int put_extra(hcg_ctx *ctx, long long epoch, struct hcgrt_item *it,
+                     int relay, hcg_error *err) {
+  char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
+  int rc = extra_key(ctx, epoch, it, relay, pkey, sizeof pkey);
+  if (rc)
+    return hcg__fail(err, rc, "cannot derive a PMIx key for group '%s'",
+                     it->key);
+  rc = hcgrt_pmix_put(ctx->pmix, pkey, it->more,
+                      (size_t)(it->nids - 1) * HCG_ID_BYTES, err);
+  if (!rc)
+    ctx->stats.puts++;
+  return rc;
+}
+
+/* ---- bundles ------------------------------------------------------------ */
+
+/* In a job of at most F processes (no relays), a leader publishes the ids
+ * of all the groups it leads under one key instead of one key per group
+ * (measured: also putting the per-group keys made the exchange about 1.4x
+ * slower, the commit carrying them), and a member makes one get per
+ * distinct leader instead of one per group: each get costs about a
+ * scheduling round on a loaded node, and a rank's groups have few distinct
+ * leaders (doc/scaling.md). In a relayed job the per-group keys stay, so
+ * that each key's requests stay bounded. An entry: the group key's two
+ * 64-bit hashes (big-endian), then its id. */
+enum { TAG_BYTES = 16, ENTRY_BYTES = TAG_BYTES + HCG_ID_BYTES };
+
+static int bundled(const hcg_ctx *ctx) { return !relayed(ctx); }
+
+/* The bundle's PMIx key: '*', which no group key holds. */
+static int bundle_key(const hcg_ctx *ctx, long long epoch, char *buf,
+                      size_t cap) {
+  return hcg_exchange_pmix_key(ctx->tag, epoch, "*", buf, cap);
+}
+
+static void entry_tag(const char *key, unsigned char *out) {
+  size_t len = strlen(key);
+  uint64_t h[2] = {hcgrt_hash64(key, len, 1), hcgrt_hash64(key, len, 2)};
+  for (int k = 0; k < TAG_BYTES; k++)
+    out[k] = (unsigned char)(h[k / 8] >> (56 - 8 * (k % 8)));
+}
+
+/* The leader's bundle: every group of two or more it leads. */
+static int put_bundle(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
+                      hcg_error *err) {
+  int count = 0;
+  const char *first = NULL;
+  for (int i = 0; i < plan->n; i++) {
+    const struct hcgrt_item *it = &plan->items[i];
+    if (it->member && it->leader == ctx->rank && it->group.size > 1) {
+      first = first ? first : it->key;
+      count++;
+    }
+  }
+  if (!count)
+    return HCG_OK;
+  char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
+  int rc = bundle_key(ctx, epoch, pkey, sizeof pkey);
+  if (rc)
+    return hcg__fail(err, rc, "cannot derive the PMIx key of group ids");
+  char gkey[HCGRT_PMIX_MAX_KEYLEN + 1];
+  if ((rc = hcg_exchange_pmix_key(ctx->tag, epoch, first, gkey, sizeof gkey)))
+    return hcg__fail(err, rc, "cannot derive a PMIx key for group '%s'", first);
+  if ((rc = unclaimed(ctx, pkey, gkey, first, err)))
+    return rc;
+  unsigned char *blob = malloc((size_t)count * ENTRY_BYTES);
+  if (!blob)
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for %d group ids", count);
+  unsigned char *e = blob;
+  for (int i = 0; i < plan->n; i++) {
+    const struct hcgrt_item *it = &plan->items[i];
+    if (it->member && it->leader == ctx->rank && it->group.size > 1) {
+      entry_tag(it->key, e);
+      memcpy(e + TAG_BYTES, it->id, HCG_ID_BYTES);
+      e += ENTRY_BYTES;
+    }
+  }
+  rc = hcgrt_pmix_put(ctx->pmix, pkey, blob, (size_t)count * ENTRY_BYTES, err);
+  free(blob);
+  if (!rc)
+    ctx->stats.puts++;
+  return rc;
+}
+
+/* Stage 1 of a job without relays: one get per distinct leader of
+ * items[0, n) (but skip[i]), each id then taken from its leader's bundle. */
+static int fetch_bundles(hcg_ctx *ctx, struct hcgrt_item *items, int n,
+                         long long epoch, const int *skip, hcg_error *err) {
+  int *from = malloc((size_t)(n ? n : 1) * sizeof *from); /* leader index */
+  int *leader = malloc((size_t)(n ? n : 1) * sizeof *leader);
+  struct hcgrt_get *gets = calloc((size_t)(n ? n : 1), sizeof *gets);
+  unsigned char **blob = calloc((size_t)(n ? n : 1), sizeof *blob);
+  size_t *blen = calloc((size_t)(n ? n : 1), sizeof *blen);
+  char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
+  int rc = HCG_OK, nl = 0;
+  if (!from || !leader || !gets || !blob || !blen) {
+    rc = hcg__fail(err, HCG_ENOMEM, "out of memory for an exchange");
+    goto out;
+  }
+  if ((rc = bundle_key(ctx, epoch, pkey, sizeof pkey))) {
+    rc = hcg__fail(err, rc, "cannot derive the PMIx key of group ids");
+    goto out;
+  }
+  for (int i = 0; i < n; i++) {
+    int src = source(ctx, &items[i], 1);
+    from[i] = -1;
+    if (src < 0 || (skip && skip[i]))
+      continue;
+    int j = 0;
+    while (j < nl && leader[j] != src)
+      j++;
+    if (j == nl) {
+      leader[nl] = src;
+      gets[nl] = (struct hcgrt_get){.rank = src,
+                                    .key = pkey,
+                                    .group = items[i].key,
+                                    .dyn = &blob[nl],
+                                    .dyn_len = &blen[nl]};
+      nl++;
+    }
+    from[i] = j;
+  }
+  if (!nl)
+    goto out;
+  if ((rc = hcgrt_pmix_get_all(ctx->pmix, gets, nl, HCG_ID_BYTES,
+                               ctx->timeout_s, err)))
+    goto out;
+  ctx->stats.gets += nl;
+  for (int i = 0; i < n && !rc; i++) {
+    if (from[i] < 0)
+      continue;
+    unsigned char tag[TAG_BYTES];
+    entry_tag(items[i].key, tag);
+    const unsigned char *b = blob[from[i]];
+    size_t m = blen[from[i]] / ENTRY_BYTES, k = 0;
+    while (k < m && memcmp(b + k * ENTRY_BYTES, tag, TAG_BYTES))
+      k++;
+    if (k < m)
+      memcpy(items[i].id, b + k * ENTRY_BYTES + TAG_BYTES, HCG_ID_BYTES);
+    else
+      rc = hcg__fail(err, HCG_EPMIX,
+                     "rank %d, leader of group '%s', published no id for "
+                     "it (key '%s'): did every process pass the same "
+                     "groups and layout?",
+                     leader[from[i]], items[i].key, pkey);
+  }
+out:
+  for (int j = 0; blob && j < nl; j++)
+    free(blob[j]);
+  free(from);
+  free(leader);
+  free(gets);
+  free(blob);
+  free(blen);
+  return rc;
+}
+
 /* Fetches the ids of items[from, to) that this rank gets at `stage`, but
- * for those with skip[i] set (skip may be NULL). */
+ * for those with skip[i] set (skip may be NULL); with `scalable`, also
+ * the extra ids of sliced groups (a second get from the same source). */
 static int fetch(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
-                 long long epoch, const int *skip, int stage, hcg_error *err) {
+                 long long epoch, const int *skip, int stage, int scalable,
+                 hcg_error *err) {
+  if (stage == 1 && bundled(ctx))
+    return fetch_bundles(ctx, items + from, to - from, epoch,
+                         skip ? skip + from : NULL, err);
   int n = 0;
-  for (int i = from; i < to; i++)
-    n += source(ctx, &items[i], stage) >= 0 && !(skip && skip[i]);
+  for (int i = from; i < to; i++) {
+    struct hcgrt_item *it = &items[i];
+    if (source(ctx, it, stage) < 0 || (skip && skip[i]))
+      continue;
+    int nids = nids_of(ctx, scalable, it);
+    if (nids > 1 && !it->more) {
+      if (!(it->more = malloc((size_t)(nids - 1) * HCG_ID_BYTES)))
+        return hcg__fail(err, HCG_ENOMEM, "out of memory for %d NCCL ids",
+                         nids);
+      it->nids = nids;
+    }
+    n += it->nids > 1 ? 2 : 1;
+  }
   if (!n)
     return HCG_OK;
   struct hcgrt_get *gets = calloc((size_t)n, sizeof *gets);
@@ -215,6 +436,14 @@ static int fetch(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
     gets[k].out = it->id;
     gets[k].group = it->key;
     k++;
+    if (!rc && it->nids > 1) {
+      rc = extra_key(ctx, epoch, it, stage == 2, keys[k], sizeof keys[k]);
+      gets[k] = gets[k - 1];
+      gets[k].key = keys[k];
+      gets[k].out = it->more;
+      gets[k].len = (size_t)(it->nids - 1) * HCG_ID_BYTES;
+      k++;
+    }
   }
   if (!rc)
     rc = hcgrt_pmix_get_all(ctx->pmix, gets, n, HCG_ID_BYTES, ctx->timeout_s,
@@ -252,18 +481,20 @@ int hcgrt_exchange_publish(hcg_ctx *ctx, struct hcgrt_plan *plan,
                            long long epoch, int flags, hcg_error *err) {
   for (int i = 0; i < plan->n; i++)
     if (plan->items[i].member && plan->items[i].leader == ctx->rank) {
-      int rc = publish(ctx, &plan->items[i], epoch, flags, err);
+      int rc = publish(ctx, &plan->items[i], epoch, flags,
+                       nids_of(ctx, plan->scalable, &plan->items[i]),
+                       !bundled(ctx), err);
       if (rc)
         return rc;
     }
-  return HCG_OK;
+  return bundled(ctx) ? put_bundle(ctx, plan, epoch, err) : HCG_OK;
 }
 
 /* Relays publish the ids they fetched at stage 1. */
 static int republish(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
                      const int *skip, hcg_error *err) {
   for (int i = 0; i < plan->n; i++) {
-    const struct hcgrt_item *it = &plan->items[i];
+    struct hcgrt_item *it = &plan->items[i];
     if (!relays(ctx, it) || (skip && skip[i]))
       continue;
     char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
@@ -274,6 +505,8 @@ static int republish(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
     if ((rc = hcgrt_pmix_put(ctx->pmix, pkey, it->id, HCG_ID_BYTES, err)))
       return rc;
     ctx->stats.puts++;
+    if (it->nids > 1 && (rc = put_extra(ctx, epoch, it, 1, err)))
+      return rc;
   }
   return HCG_OK;
 }
@@ -287,7 +520,8 @@ int hcgrt_exchange_relay_fence(hcg_ctx *ctx, hcg_error *err) {
 
 int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
                          const int *skip, hcg_error *err) {
-  int rc = fetch(ctx, plan->items, 0, plan->n, epoch, skip, 1, err);
+  int rc =
+      fetch(ctx, plan->items, 0, plan->n, epoch, skip, 1, plan->scalable, err);
   if (!relayed(ctx))
     return rc;
   if (!rc)
@@ -299,7 +533,8 @@ int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
     return rc;
   if (frc)
     return frc;
-  return fetch(ctx, plan->items, 0, plan->n, epoch, skip, 2, err);
+  return fetch(ctx, plan->items, 0, plan->n, epoch, skip, 2, plan->scalable,
+               err);
 }
 
 int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
@@ -314,10 +549,10 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
     /* Every process walks the same keys, member or not. */
     for (int i = 0; i < plan->n; i++) {
       if (items[i].member && items[i].leader == ctx->rank &&
-          (rc = publish(ctx, &items[i], epoch, flags, err)))
+          (rc = publish(ctx, &items[i], epoch, flags, 1, 1, err)))
         return rc;
       if ((rc = fence(ctx, err)) ||
-          (rc = fetch(ctx, items, i, i + 1, epoch, NULL, 0, err)))
+          (rc = fetch(ctx, items, i, i + 1, epoch, NULL, 0, 0, err)))
         return rc;
     }
     return HCG_OK;
@@ -434,7 +669,8 @@ int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
     return rc;
   if (ctx->rank == root)
     return HCG_OK;
-  struct hcgrt_get get = {root, pkey, buf, "#broadcast"};
+  struct hcgrt_get get = {
+      .rank = root, .key = pkey, .out = buf, .group = "#broadcast"};
   rc = hcgrt_pmix_get_all(ctx->pmix, &get, 1, len, ctx->timeout_s, err);
   if (!rc)
     ctx->stats.gets++;

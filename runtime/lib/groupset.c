@@ -210,6 +210,8 @@ int hcgrt_item_members(const hcg_layout *L, const struct hcgrt_item *it,
 void hcgrt_plan_free(struct hcgrt_plan *plan) {
   if (!plan)
     return;
+  for (int i = 0; i < plan->n; i++)
+    free(plan->items[i].more);
   free(plan->items);
   plan->items = NULL;
   plan->n = plan->cap = 0;

@@ -100,6 +100,11 @@ int hcgrt_nccl_apply_options(ncclConfig_t *cfg, const hcg_comm_options *o,
   return HCG_OK;
 }
 
+int hcgrt_nccl_scalable(int version) {
+  return NCCL_VERSION_CODE >= HCGRT_NCCL_SCALABLE &&
+         version >= HCGRT_NCCL_SCALABLE;
+}
+
 void hcgrt_nccl_set_comm_name(ncclConfig_t *cfg, const char *name) {
 #if NCCL_VERSION_CODE >= HCGRT_NCCL_COMM_NAME
   cfg->commName = name;

@@ -24,6 +24,7 @@
 #define HCGRT_NCCL_COMM_NAME 22700     /* ncclConfig_t.commName       */
 #define HCGRT_NCCL_COLLNET 22700       /* ncclConfig_t.collnetEnable  */
 #define HCGRT_NCCL_64_CHANNELS 22500   /* MAXCHANNELS went 32 -> 64   */
+#define HCGRT_NCCL_SCALABLE 22300      /* ncclCommInitRankScalable    */
 
 #if !defined(NCCL_VERSION_CODE) || NCCL_VERSION_CODE < HCGRT_NCCL_MIN
 #error "libhcg needs NCCL 2.18.0 or newer (nccl.h's NCCL_VERSION_CODE)"
@@ -50,6 +51,12 @@ const char *hcgrt_nccl_version_text(int version, char *buf, size_t cap);
  * Pure: no NCCL or CUDA call, so it runs on any machine. */
 int hcgrt_nccl_apply_options(ncclConfig_t *cfg, const hcg_comm_options *o,
                              const char *net_name, int version, hcg_error *err);
+
+/* 1 when both this nccl.h and the library of `version` have
+ * ncclCommInitRankScalable (2.23+): then a group cut into slices by the
+ * exchange (more than hcg_ctx's fan-in bound of members) forms its
+ * communicator from one id per slice. */
+int hcgrt_nccl_scalable(int version);
 
 /* Points commName at `name` where this nccl.h has the field (2.27+). */
 void hcgrt_nccl_set_comm_name(ncclConfig_t *cfg, const char *name);

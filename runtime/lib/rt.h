@@ -44,13 +44,20 @@ int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, const char *what,
                      hcg_error *err);
 
 /* Fetches `n` values of `len` bytes: key[i] from rank[i], into out[i].
- * Issued together; each waits at most timeout_s. */
+ * One batch under one deadline of timeout_s (pmix.c says why the gets
+ * run one after another). */
 struct hcgrt_get {
   int rank;
   const char *key;
   unsigned char *out;
   const char *group; /* for messages */
+  size_t len;        /* its own length; 0: the batch's `len` */
+  /* Instead of out: a value of any size (up to HCGRT_GET_DYN_MAX) into a
+   * new buffer *dyn (the caller frees it) of *dyn_len bytes. */
+  unsigned char **dyn;
+  size_t *dyn_len;
 };
+#define HCGRT_GET_DYN_MAX (1 << 24)
 int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
                        size_t len, int timeout_s, hcg_error *err);
 /* HCG_DEBUG_REQUESTS=FILE (read at hcgrt_pmix_open): every get appends
@@ -126,6 +133,10 @@ struct hcgrt_item {
   int leader;
   const struct hcgrt_entry *entry; /* first entry naming it      */
   unsigned char id[HCG_ID_BYTES];
+  /* NCCL ids beyond the first (ncclCommInitRankScalable): nids - 1 of
+   * HCG_ID_BYTES each, owned by the plan; NULL when nids is 1. */
+  int nids;
+  unsigned char *more;
 };
 
 /* The groups a set names for one rank, deduplicated by key. With
@@ -134,6 +145,9 @@ struct hcgrt_item {
 struct hcgrt_plan {
   struct hcgrt_item *items;
   int n, cap;
+  /* 1 when a sliced group (exchange.c) gets one NCCL id per slice, for
+   * ncclCommInitRankScalable: set by hcg_comm_create where NCCL has it. */
+  int scalable;
 };
 
 int hcgrt_plan_build(const hcg_groupset *set, int rank, int all_keys,

@@ -98,6 +98,15 @@ one_fails() {
   for f in "$OUT"/vg.*.log; do
     [ ! -s "$f" ] || { cat "$f"; false; }
   done
+  # Bounded fan-in on 4 tasks (HCG_FANIN=2): a group of 4 in 2 slices with
+  # 2 ids, relayed by rank 2 to rank 3 after the relay fence.
+  rm -f "$OUT"/vg.*.log
+  hello_cmd 4 'llm:tp=1,dp=*' --export=ALL,HCG_TEST_COMM_FAIL=99:init,HCG_FANIN=2 \
+    "$vg" --force-comm --timeout 60
+  [ "$status" -eq 0 ] || { show; cat "$OUT"/vg.*.log; false; }
+  for f in "$OUT"/vg.*.log; do
+    [ ! -s "$f" ] || { cat "$f"; false; }
+  done
 }
 
 @test "options go through the real mapping: min_ctas alone is completed or refused" {
@@ -113,4 +122,32 @@ one_fails() {
   [ "$status" -ne 0 ] || { show; false; }
   [ "$(task_err | grep -c "HCG_EINVAL: group 'llm:[a-z_-]*': hcg_comm_options.min_ctas 65 exceeds NCCL 2.[0-9]*'s channel limit 64, the default of max_ctas")" -eq 4 ] || { show; false; }
   [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/3" ] || { show; false; }
+}
+
+@test "bounded fan-in in hcg_comm_create: a sliced group carries one id per slice (for ncclCommInitRankScalable), each fetched with its id" {
+  # 16 tasks, HCG_FANIN=4: the whole-grid group (16 members) is cut into 4
+  # slices and gets 4 ids; its 8-member groups 2. The ids beyond the first
+  # travel under '+KEY' next to every get of 'KEY' (from the leader) and
+  # '@+KEY' next to every get of '@KEY' (from a slice's relay). NCCL needs
+  # 2.23+ (ncclCommInitRankScalable); without it one id, as before.
+  export HCG_TEST_COMM_FAIL=99:init # no such rank: nobody fails
+  HCG_FANIN=4 HCG_DEBUG_REQUESTS=$OUT/req hello 16 "$LAYOUT" --force-comm --timeout 20
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups 16 "$LAYOUT"
+  # hcg-hello's own exchange (epoch 0, one id per group) comes first: count
+  # the gets of hcg_comm_create's, the last epoch.
+  local e relay extra relay_extra
+  e=$(awk '{split($4, k, "."); if (k[2] + 0 > m) m = k[2] + 0} END {print m + 0}' "$OUT/req")
+  [ "$e" -gt 0 ]
+  relay=$(grep -c " hcg\.$e\.@[^+]" "$OUT/req" || true)
+  relay_extra=$(grep -c " hcg\.$e\.@+" "$OUT/req" || true)
+  extra=$(grep -c " hcg\.$e\.+" "$OUT/req" || true)
+  echo "relay gets $relay, of extra ids: from relays $relay_extra, from leaders $extra" >&3
+  [ "$relay" -gt 0 ]
+  if nm -D "$HCG_BUILD"/runtime/.libs/libhcg.so 2>/dev/null | grep -q ncclCommInitRankScalable; then
+    [ "$relay_extra" -eq "$relay" ]
+    [ "$extra" -gt 0 ]
+  else
+    [ "$relay_extra" -eq 0 ] && [ "$extra" -eq 0 ]
+  fi
 }

@@ -75,3 +75,48 @@ gpu_count() {
     }
   done
 }
+
+# scalable_tasks: the task count for the bounded fan-in cases: every GPU up
+# to 8 (one rank per GPU in a communicator), or 4 where none is seen
+# (hcg-hello must then say so). Skips, saying why, with 1 or 2 GPUs: a
+# group cut into slices of HCG_FANIN=2 needs 3 members.
+scalable_tasks() {
+  local n
+  n=$(gpu_count)
+  if [ "${n:-0}" -eq 0 ]; then
+    echo 4
+  elif [ "$n" -lt 3 ]; then
+    echo "SKIP: ncclCommInitRankScalable with several ids needs 3 GPUs, found $n" >&3
+    echo 0
+  else
+    echo $((n > 8 ? 8 : n))
+  fi
+}
+
+@test "GPU: bounded fan-in: ncclCommInitRankScalable with several ids, one id within the bound, all-reduces checked" {
+  # HCG_FANIN=2: the dp group of N > 2 members is cut into ceil(N/2)
+  # slices and formed with as many ids (ncclCommInitRankScalable, NCCL
+  # 2.23+); the tp groups of one member, within the bound, with one id.
+  local n
+  n=$(scalable_tasks)
+  [ "$n" -gt 0 ] || skip "fewer than 3 GPUs"
+  HCG_FANIN=2 hello "$n" 'llm:tp=1,dp=*' --timeout 60
+  skip_without_gpu
+  [ "$status" -eq 0 ] || { show; false; }
+  check_groups "$n" 'llm:tp=1,dp=*'
+  [ "$(task_out | grep -c '^comm .* allreduce=ok')" -eq "$(task_out | grep -c '^group ')" ]
+  if task_out | grep -q 'allreduce=FAILED'; then false; fi
+}
+
+@test "GPU: bounded fan-in: a failing NCCL initialization with several ids aborts every member, within the timeout" {
+  # A network NCCL does not have fails every rank's initialization; each
+  # aborts its communicators and says so, none waits for the timeout.
+  local n t0=$SECONDS
+  n=$(scalable_tasks)
+  [ "$n" -gt 0 ] || skip "fewer than 3 GPUs"
+  HCG_FANIN=2 hello "$n" 'llm:tp=1,dp=*' --timeout 40 --comm-option net_name=NoSuchNet
+  skip_without_gpu
+  [ "$status" -ne 0 ] || { show; false; }
+  [ "$(task_err | grep -c 'HCG_ENCCL')" -ge "$n" ] || { show; false; }
+  [ $((SECONDS - t0)) -lt 40 ]
+}

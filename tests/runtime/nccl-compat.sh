@@ -2,7 +2,8 @@
 # nccl-compat.sh BUILD_DIR - compiles libhcg's NCCL code (runtime/lib/nccl.c,
 # comm.c, exchange.c) against small stand-in nccl.h headers of older NCCL
 # releases, to prove the NCCL_VERSION_CODE guards: 2.18 (the oldest
-# supported: no trafficClass, commName, collnetEnable), 2.26 (trafficClass),
+# supported: no trafficClass, commName, collnetEnable), 2.22 (the last
+# without ncclCommInitRankScalable), 2.23 (with it), 2.26 (trafficClass),
 # 2.27 (commName, collnetEnable); and checks that a 2.17 header is refused
 # with libhcg's own message. This tests compilation only, never behaviour:
 # the stand-ins declare what libhcg calls and nothing is linked or run.
@@ -34,7 +35,9 @@ stub() {
   [ "$minor" -ge 18 ] && fields+="  int splitShare;"$'\n'
   [ "$minor" -ge 26 ] && fields+="  int trafficClass;"$'\n'
   [ "$minor" -ge 27 ] && fields+="  const char *commName;"$'\n  int collnetEnable;\n'
-  local init=""
+  local init="" scalable=""
+  [ "$minor" -ge 23 ] && scalable="ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks,
+    int myrank, int nId, ncclUniqueId *commIds, ncclConfig_t *config);"
   [ "$minor" -ge 18 ] && init+=", NCCL_CONFIG_UNDEF_INT"
   [ "$minor" -ge 26 ] && init+=", NCCL_CONFIG_UNDEF_INT"
   [ "$minor" -ge 27 ] && init+=", NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT"
@@ -79,6 +82,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId);
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
                                     ncclUniqueId commId, int rank,
                                     ncclConfig_t *config);
+$scalable
 ncclResult_t ncclCommFinalize(ncclComm_t comm);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
@@ -100,7 +104,7 @@ compile() {
 }
 
 fail=0
-for v in 2.18 2.26 2.27; do
+for v in 2.18 2.22 2.23 2.26 2.27; do
   stub "${v%%.*}" "${v#*.}"
   for f in nccl.c comm.c exchange.c; do
     if compile "$v" "$f" 2>"$tmp/err"; then
@@ -112,6 +116,15 @@ for v in 2.18 2.26 2.27; do
     fi
   done
 done
+
+# The guard of ncclCommInitRankScalable: called from 2.23 on, never before.
+calls_scalable() { nm "$tmp/$1-comm.o" 2>/dev/null | grep -q ' U ncclCommInitRankScalable$'; }
+if calls_scalable 2.22 || ! calls_scalable 2.23; then
+  echo "nccl-compat: ncclCommInitRankScalable is not guarded at 2.23" >&2
+  fail=1
+else
+  echo "nccl-compat: ncclCommInitRankScalable: called from 2.23 on, not by 2.22"
+fi
 
 # Older than the minimum: refused, with libhcg's message, not a stray error.
 stub 2 17
