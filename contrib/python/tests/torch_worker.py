@@ -202,7 +202,24 @@ def main() -> int:
         print("RESULT " + json.dumps({"exception": traceback.format_exc()}), flush=True)
         return 3
     print("RESULT " + json.dumps(result), flush=True)
+    _outlive_peers(store, rank, world)
     return 0
+
+
+def _outlive_peers(store, rank: int, world: int) -> None:
+    """Rank 0 hosts the store: it stays until every rank is done (30 s at
+    most), so that a rank still naming the members that never arrived
+    (which reads the store) does not find it gone."""
+    import time
+
+    try:
+        store.add("worker_done", 1)
+        deadline = time.monotonic() + 30
+        while rank == 0 and store.add("worker_done", 0) < world and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+    except Exception:  # pylint: disable=broad-except
+        pass  # a peer's store is gone: nothing left to outlive
 
 
 if __name__ == "__main__":
