@@ -14,15 +14,7 @@
 #include <string.h>
 
 #include "args.h"
-
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,          \
-              __LINE__);                                                       \
-      abort();                                                                 \
-    }                                                                          \
-  } while (0)
+#include "fuzz.h"
 
 #define MAX_WORDS 64
 

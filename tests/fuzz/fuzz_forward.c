@@ -15,15 +15,7 @@
 #include <string.h>
 
 #include "forward.h"
-
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,          \
-              __LINE__);                                                       \
-      abort();                                                                 \
-    }                                                                          \
-  } while (0)
+#include "fuzz.h"
 
 #define JOB 5u
 #define STEP 0u

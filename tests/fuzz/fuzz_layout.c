@@ -14,16 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "hcg.h"
-
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,          \
-              __LINE__);                                                       \
-      abort();                                                                 \
-    }                                                                          \
-  } while (0)
 
 static int count_env(void *arg, const char *name, const char *value) {
   CHECK(name && value && strncmp(name, "HCG_", 4) == 0);
