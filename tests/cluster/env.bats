@@ -116,7 +116,7 @@ load helpers
 @test "--mpi=pmix: HCG_RANK is PMIX_RANK, HCG_WORLD_SIZE the job size" {
   for n in 1 6 16; do
     rm -f "$OUT"/pmix.*
-    run timeout 120 srun -n "$n" --overcommit --mpi=pmix \
+    run timeout -k 5 120 srun -n "$n" --overcommit --mpi=pmix \
       --hcg-layout='vision@0:dp=*; llm@0:tp=1,dp=*' \
       bash -c 'echo "$PMIX_RANK $HCG_RANK $HCG_WORLD_SIZE $SLURM_NTASKS $SLURM_PROCID" >"$0/pmix.$SLURM_PROCID"' "$OUT"
     [ "$status" -eq 0 ] || { echo "$output"; false; }
@@ -132,7 +132,7 @@ load helpers
 @test "--mpi=pmix: a PMIx client agrees on rank and job size" {
   probe=$BUILD/tests/cluster/hcg_probe
   [ -x "$probe" ] || skip "hcg_probe not built"
-  run timeout 120 srun -n 8 --overcommit --mpi=pmix \
+  run timeout -k 5 120 srun -n 8 --overcommit --mpi=pmix \
     --hcg-layout='tp=2,pp=2,dp=*' "$probe" pmix
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   [ "$(grep -c '^ok ' <<<"$output")" -eq 8 ]

@@ -42,7 +42,7 @@ run_tasks() {
   shift 2
   rm -f "$OUT"/task.*
   # shellcheck disable=SC2086
-  run timeout 120 srun -n "$n" --overcommit --hcg-layout="$layout" \
+  run timeout -k 5 120 srun -n "$n" --overcommit --hcg-layout="$layout" \
     ${SRUN_ARGS:-} "$@" \
     /bin/bash -c 'env | grep -E "^(HCG_|SLURM_HCG_)" | sort >"$0/task.$SLURM_PROCID"' \
     "$OUT"
@@ -116,7 +116,7 @@ try_srun() {
   local n=$1 layout=$2
   shift 2
   # shellcheck disable=SC2086
-  run timeout 120 srun -n "$n" --overcommit --hcg-layout="$layout" \
+  run timeout -k 5 120 srun -n "$n" --overcommit --hcg-layout="$layout" \
     ${SRUN_ARGS:-} "$@" \
     /bin/bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER"
 }

@@ -25,7 +25,7 @@ load twonode
 }
 
 @test "--mpi=pmix across nodes: HCG_RANK is PMIX_RANK" {
-  run timeout 120 srun -N 2 -n 6 --overcommit --mpi=pmix --hcg-layout='tp=3,dp=*' \
+  run timeout -k 5 120 srun -N 2 -n 6 --overcommit --mpi=pmix --hcg-layout='tp=3,dp=*' \
     /bin/bash -c 'echo "$SLURMD_NODENAME $PMIX_RANK $HCG_RANK $HCG_WORLD_SIZE"'
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   [ "${#lines[@]}" -eq 6 ]
@@ -38,7 +38,7 @@ load twonode
 @test "--mpi=pmix across nodes: a PMIx client agrees" {
   probe=$BUILD/tests/cluster/hcg_probe
   [ -x "$probe" ] || skip "hcg_probe not built"
-  run timeout 120 srun -N 2 -n 8 --overcommit --mpi=pmix \
+  run timeout -k 5 120 srun -N 2 -n 8 --overcommit --mpi=pmix \
     --hcg-layout='vision:tp=2,dp=2; llm:tp=2,dp=*' "$probe" pmix
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   [ "$(grep -c '^ok ' <<<"$output")" -eq 8 ]
@@ -65,7 +65,7 @@ het_step() {
   shift 2
   local cmd='env | grep -E "^(HCG_|SLURM_HCG_)" | sort >"$0/task.$SLURM_PROCID"'
   rm -f "$OUT"/task.*
-  run timeout 120 srun -n "$n0" --overcommit "$@" /bin/bash -c "$cmd" "$OUT" : \
+  run timeout -k 5 120 srun -n "$n0" --overcommit "$@" /bin/bash -c "$cmd" "$OUT" : \
     -n "$n1" --overcommit /bin/bash -c "$cmd" "$OUT"
 }
 
@@ -89,9 +89,26 @@ explained() { # N LAYOUT
   explained 6 'tp=2,dp=*'
 }
 
+# Runs a heterogeneous --mpi=pmix srun. Slurm 22.05's srun can hang after
+# such a step has ended, every task having exited 0: its main thread joins
+# mpi/pmix's abort agent (pmixp_abort_agent_stop) once per component and
+# never returns, and it then ignores SIGTERM (seen here with gdb; not the
+# plugin's code). Such an srun is killed after 60 s and its job cancelled;
+# the test then judges the step by its tasks' output alone, which the
+# callers check line by line.
+run_het_pmix() {
+  run timeout -k 5 60 "$@"
+  if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+    echo "# srun hung after the step (Slurm 22.05, pmixp_abort_agent_stop): killed" >&3
+    scancel --quiet --user=root 2>/dev/null || true
+    cluster_wait_idle 30 || true
+    status=0
+  fi
+}
+
 @test "heterogeneous step under --mpi=pmix: one namespace, hcg-hello forms the groups of both components in one exchange" {
   local hello=$BUILD/runtime/hcg-hello
-  run timeout 120 srun -n 4 --overcommit --mpi=pmix \
+  run_het_pmix srun -n 4 --overcommit --mpi=pmix \
     --hcg-layout='vision:tp=2,dp=2; llm:tp=2,dp=*' "$hello" : \
     -n 4 --overcommit "$hello"
   [ "$status" -eq 0 ] || { echo "$output"; false; }
@@ -101,14 +118,14 @@ explained() { # N LAYOUT
   # One PMIx namespace: PMIx rank and job size are the step's.
   local probe=$BUILD/tests/cluster/hcg_probe
   [ -x "$probe" ] || return 0
-  run timeout 120 srun -n 2 --overcommit --mpi=pmix \
+  run_het_pmix srun -n 2 --overcommit --mpi=pmix \
     --hcg-layout='vision:tp=2; llm:tp=2,dp=*' "$probe" pmix : -n 4 --overcommit "$probe" pmix
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   [ "$(grep -c '^ok [0-5] 6 HCG_RANK=[0-5] HCG_WORLD_SIZE=6$' <<<"$output")" -eq 6 ]
 }
 
 @test "heterogeneous step: a grid straddling the components is refused, no task runs" {
-  run timeout 120 srun -n 4 --overcommit --hcg-layout='vision:tp=2,dp=3; llm:tp=2' \
+  run timeout -k 5 120 srun -n 4 --overcommit --hcg-layout='vision:tp=2,dp=3; llm:tp=2' \
     /bin/bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER" : \
     -n 4 --overcommit /bin/bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER"
   refused "hcg: no task of this component runs: grid 'vision' \(ranks 0-5\) straddles the components of this heterogeneous step \(component 0: ranks 0-3, component 1: ranks 4-7\)"
@@ -117,7 +134,7 @@ explained() { # N LAYOUT
 @test "heterogeneous step: --hcg-layout belongs to the whole step, a different one per component is refused" {
   # Given with the second component: still the whole step's.
   local cmd='env | grep -E "^(HCG_|SLURM_HCG_)" | sort >"$0/task.$SLURM_PROCID"'
-  run timeout 120 srun -n 2 --overcommit /bin/bash -c "$cmd" "$OUT" : \
+  run timeout -k 5 120 srun -n 2 --overcommit /bin/bash -c "$cmd" "$OUT" : \
     -n 2 --overcommit --hcg-layout='vision:tp=2; llm:tp=2' /bin/bash -c "$cmd" "$OUT"
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   explained 4 'vision:tp=2; llm:tp=2'
@@ -125,7 +142,7 @@ explained() { # N LAYOUT
   het_step 2 2 --hcg-layout='tp=4'
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   # Two values: refused before the allocation.
-  run timeout 120 srun -n 2 --overcommit --hcg-layout='tp=2' \
+  run timeout -k 5 120 srun -n 2 --overcommit --hcg-layout='tp=2' \
     /bin/bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER" : \
     -n 2 --overcommit --hcg-layout='tp=4' /bin/bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER"
   refused "hcg: --hcg-layout is given twice with different values \('tp=2' and 'tp=4'\)"
@@ -151,7 +168,7 @@ SCRIPT
 }
 
 @test "a heterogeneous step without --hcg-layout still runs" {
-  run timeout 120 srun -n 1 --overcommit true : -n 2 --overcommit true
+  run timeout -k 5 120 srun -n 1 --overcommit true : -n 2 --overcommit true
   [ "$status" -eq 0 ]
 }
 

@@ -22,7 +22,7 @@ place() {
   local layout=$1
   shift
   rm -f "$OUT"/local.*
-  run timeout 120 srun -N 2 -n 8 --overcommit --hcg-layout="$layout" "$@" \
+  run timeout -k 5 120 srun -N 2 -n 8 --overcommit --hcg-layout="$layout" "$@" \
     /bin/bash -c 'env | grep -E "^HCG_.*_LOCAL=" | sort >"$0/local.$SLURM_PROCID"' \
     "$OUT"
 }

@@ -44,13 +44,13 @@ teardown() {
 
 @test "a step without --hcg-layout gets no HCG_* variable but user settings" {
   run env HCG_RANK=0 HCG_WORLD_SIZE=2 HCG_LAYOUT=x HCG_TIMEOUT=7 \
-    timeout 60 srun -n 1 --time=1 /bin/bash -c 'env | grep "^HCG_" | sort'
+    timeout -k 5 60 srun -n 1 --time=1 /bin/bash -c 'env | grep "^HCG_" | sort'
   [ "$status" -eq 0 ]
   [ "$output" = 'HCG_TIMEOUT=7' ]
 }
 
 @test "a nested step does not inherit the outer step's variables" {
-  run timeout 60 srun -n 1 --overcommit --time=1 --hcg-layout='dp=*' \
+  run timeout -k 5 60 srun -n 1 --overcommit --time=1 --hcg-layout='dp=*' \
     /bin/bash -c 'env | grep "^HCG_RANK="; env | grep -c "^HCG_" >/dev/null
                   srun -n 1 --overlap --time=1 /bin/bash -c "env | grep ^HCG_ | wc -l"'
   echo "$output"
