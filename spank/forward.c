@@ -180,6 +180,14 @@ static int filtered(void *arg, const char *name, const char *value) {
 
 int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
                   hcgp_task_setenv_fn fn, void *arg, hcg_error *err) {
+  return hcgp_task_env_keep(forwarded, len, t, fn, arg, NULL, err);
+}
+
+int hcgp_task_env_keep(const char *forwarded, size_t len,
+                       const struct hcgp_task *t, hcgp_task_setenv_fn fn,
+                       void *arg, hcg_layout **keep, hcg_error *err) {
+  if (keep)
+    *keep = NULL;
   if (!forwarded || !t || !fn)
     return hcg__fail(err, HCG_EINVAL, "invalid argument to hcgp_task_env");
   if (t->world < 1 || t->world > HCG_MAX_WORLD || t->rank >= t->world) {
@@ -224,6 +232,9 @@ int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
   }
   struct filter f = {fn, arg, t->export_dims};
   rc = hcg_rank_env(layout, (int)t->rank, filtered, &f);
-  hcg_layout_free(layout);
+  if (rc == 0 && keep)
+    *keep = layout;
+  else
+    hcg_layout_free(layout);
   return rc;
 }

@@ -87,6 +87,12 @@ typedef int (*hcgp_task_setenv_fn)(void *arg, const char *name,
  * layout and decoding errors return an HCG_E* code with err filled. */
 int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
                   hcgp_task_setenv_fn fn, void *arg, hcg_error *err);
+/* The same, and on success *keep receives the parsed layout (the caller
+ * frees it with hcg_layout_free), so that later work on the task (the
+ * placement check) does not decode and parse it again. */
+int hcgp_task_env_keep(const char *forwarded, size_t len,
+                       const struct hcgp_task *t, hcgp_task_setenv_fn fn,
+                       void *arg, hcg_layout **keep, hcg_error *err);
 
 /* 1 when `name` (a variable name, up to '=' or the end) is an HCG_* setting
  * a user may give a task (HCG_TIMEOUT, HCG_LIBRARY, ...; doc/security.md);

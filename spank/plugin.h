@@ -150,7 +150,7 @@ struct hcgp_task;
 int hcgp_placement_policy(void);
 /* The placement check of a task (see stepd_placement.c): 0 to go on, 1
  * when the policy refuses the step (explained), -1 on an error (logged). */
-int hcgp_stepd_placement(spank_t sp, const char *forwarded,
+int hcgp_stepd_placement(spank_t sp, const hcg_layout *L,
                          const struct hcgp_task *t);
 
 #endif /* HCGP_PLUGIN_H */

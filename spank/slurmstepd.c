@@ -200,9 +200,12 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
       end_refused_task();
     return hrc;
   }
-  int rc = hcgp_task_env(buf, strlen(buf), &task, set_var, &setter, &err);
+  hcg_layout *layout = NULL;
+  int rc = hcgp_task_env_keep(buf, strlen(buf), &task, set_var, &setter,
+                              &layout, &err);
   if (rc == 0) {
-    int placed = hcgp_stepd_placement(sp, buf, &task);
+    int placed = hcgp_stepd_placement(sp, layout, &task);
+    hcg_layout_free(layout);
     if (placed > 0) {
       free(buf);
       end_refused_task();

@@ -5,8 +5,8 @@
  * node's first task prints the step's one line, and under refuse every
  * task of a node that sees a crossing group fails before the program runs.
  *
- * Runs in task_init, after the layout variables are set; the layout comes
- * from srun (forward.h), already checked by hcgp_task_env.
+ * Runs in task_init, after the layout variables are set, on the layout
+ * hcgp_task_env_keep parsed and checked for them (forward.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,27 +76,13 @@ static void node_name(spank_t sp, char *buf, size_t cap) {
   buf[cap - 1] = '\0';
 }
 
-int hcgp_stepd_placement(spank_t sp, const char *forwarded,
+int hcgp_stepd_placement(spank_t sp, const hcg_layout *L,
                          const struct hcgp_task *t) {
   int policy = hcgp_placement_policy();
   if (policy == HCGP_PLACEMENT_OFF)
     return 0;
   if (hcgp_state.placement_bad) {
     hcgp_log_error("--hcg-placement takes warn or refuse");
-    return -1;
-  }
-  char language[HCG_MAX_NAME + 1];
-  const char *text;
-  size_t len;
-  hcg_error err = HCG_ERROR_INIT;
-  hcg_layout *L = NULL;
-  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
-  cfg.world_size = (int)t->world;
-  cfg.language = language;
-  if (hcgp_forward_decode(forwarded, strlen(forwarded), t->job, t->step,
-                          language, &text, &len, &err) ||
-      hcg_layout_parse(text, len, &cfg, &L, &err)) {
-    hcgp_log_hcg_error(&err);
     return -1;
   }
   const char *dims = hcgp_state.args.intra_node_dims;
@@ -139,6 +125,5 @@ int hcgp_stepd_placement(spank_t sp, const char *forwarded,
       rc = 0; /* a warning only: the step goes on */
   }
   free(local);
-  hcg_layout_free(L);
   return rc;
 }

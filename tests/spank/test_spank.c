@@ -343,6 +343,24 @@ static void check_task(const char *layout_text, int world, int rank,
   for (int i = 0; i < want.n; i++)
     ck_assert_str_eq(got.lines[i], want.lines[i]);
 
+  /* The kept layout is the one the variables came from; nothing is kept
+   * when the value does not decode. */
+  hcg_layout *kept = NULL;
+  static struct envlist again;
+  memset(&again, 0, sizeof again);
+  ck_assert_int_eq(
+      hcgp_task_env_keep(v, strlen(v), &t, collect_env, &again, &kept, &err),
+      HCG_OK);
+  ck_assert_ptr_nonnull(kept);
+  ck_assert_str_eq(hcg_layout_text(kept), hcg_layout_text(L));
+  ck_assert_int_eq(hcg_layout_world_size(kept), world);
+  hcg_layout_free(kept);
+  kept = L; /* must be cleared */
+  ck_assert_int_ne(
+      hcgp_task_env_keep("hcg1:x", 6, &t, collect_env, &again, &kept, &err),
+      HCG_OK);
+  ck_assert_ptr_null(kept);
+
   t.export_dims = 0;
   ck_assert_int_eq(hcgp_task_env(v, strlen(v), &t, collect_env, &common, &err),
                    HCG_OK);
