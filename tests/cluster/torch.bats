@@ -7,7 +7,9 @@
 
 load helpers
 
-PY=/usr/bin/python3
+# The interpreter with torch: Debian's by default; HCG_TEST_PYTHON names
+# another (a CUDA build of torch on a GPU machine, say).
+PY=${HCG_TEST_PYTHON:-/usr/bin/python3}
 MOE='llm:tp=2,cp=2,dp=*,pp=2; llm/expert:expt_tp=1,ep=4,expt_dp=*,pp'
 NONCOLOC='vision:tp=2,dp=2; llm:tp=2,dp=1,pp=2'
 COLOC='vision@0:tp=2,dp=4; llm@0:tp=4,dp=2'
@@ -190,6 +192,8 @@ bridge_case() {
   [[ "$o" == *"src cp 2 => EBRIDGE"*"cp"* ]] || { show; false; }
   [[ "$o" == *"cp after dp => EBRIDGE"*"cp before dp"* ]] || { show; false; }
   [[ "$o" == *"src pp 2 => EBRIDGE"* ]] || { show; false; }
+  [[ "$o" == *"device name => EINVAL: NonColocatedBridge: device='nowhere' is not a torch device"* ]] || { show; false; }
+  [[ "$o" == *"device mismatch => EINVAL: bridge vision -> llm: the tensor to send is on meta; this bridge sends and receives on cpu"* ]] || { show; false; }
   if cat "$OUT"/err.* | grep -q Traceback; then show; false; fi
 }
 
@@ -209,5 +213,5 @@ bridge_case() {
     skip "SKIP: no CUDA device"
   torch_run 1 'vision@0:tp=1,dp=1; llm@0:tp=1,dp=1' nccl_bridge.py
   [ "$status" -eq 0 ] || { show; false; }
-  all_ok 2
+  all_ok 3
 }

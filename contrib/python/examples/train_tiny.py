@@ -51,7 +51,7 @@ def parallel(steps: int, lr: float) -> None:
 
     import hcg.torch
 
-    hcg.torch.init()
+    hcg.torch.init(backend="gloo")  # this example trains on the CPU
     pgs = hcg.torch.new_collection()
     tp, dp = pgs.tp, pgs.dp
     tp_rank, tp_size = dist.get_rank(tp), dist.get_world_size(tp)

@@ -164,6 +164,18 @@ def bad(task):
             checks.append((what, "no error"))
         except hcg.HcgError as exc:
             checks.append((what, "%s: %s" % (exc.name, exc.message)))
+    # The non-colocated bridge's device: a bad name, and a tensor elsewhere
+    # than the bridge's device (refused before any header is sent).
+    disjoint = hcg.Layout("vision:tp=2,dp=2; llm:tp=2,dp=2", 8)
+    for what, kw, t in (("device name", {"device": "nowhere"}, None),
+                        ("device mismatch", {"device": "cpu"},
+                         torch.empty(2, 3, device="meta"))):
+        try:
+            nb = ht.NonColocatedBridge("vision", "llm", source=disjoint, **kw)
+            nb._send(t, 1)
+            checks.append((what, "no error"))
+        except hcg.HcgError as exc:
+            checks.append((what, "%s: %s" % (exc.name, exc.message)))
     for what, msg in checks:
         print("check %d %s => %s" % (rank, what, msg.splitlines()[0]), flush=True)
     dist.barrier()
@@ -171,8 +183,11 @@ def bad(task):
 
 def main():
     mode = sys.argv[1]
-    task = ht.init(timeout=60)
+    task = ht.init(backend="gloo", timeout=60)  # CPU tensors, also where CUDA is
     {"colocated": colocated, "noncolocated": noncolocated, "bad": bad}[mode](task)
+    # Rank 0 hosts the store: it must not leave while a peer still
+    # connects a group through it (seen on torch 2.11).
+    dist.barrier()
     dist.destroy_process_group()
 
 

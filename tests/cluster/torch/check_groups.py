@@ -19,7 +19,7 @@ from hcg.torch._base import STATE
 
 
 def main() -> int:
-    backend = sys.argv[1] if len(sys.argv) > 1 else None
+    backend = sys.argv[1] if len(sys.argv) > 1 else "gloo"  # CPU tensors
     task = ht.init(backend=backend, timeout=60)
     rank, L = task.rank, task.layout
     device = "cuda" if dist.get_backend() == "nccl" else "cpu"

@@ -17,7 +17,7 @@ import hcg.torch as ht
 def main() -> int:
     what = sys.argv[1]
     try:
-        task = ht.init(timeout=60)
+        task = ht.init(backend="gloo", timeout=60)
         if what == "missing":
             if task.rank == int(sys.argv[2]):
                 time.sleep(15)

@@ -7,6 +7,7 @@ import sys
 import torch
 import torch.distributed as dist
 
+import hcg
 import hcg.torch as ht
 
 
@@ -27,6 +28,13 @@ def main() -> int:
     ok = br.kind == "passthrough" and torch.equal(y.detach(), x.detach()) and \
         bool((x.grad == 1).all())
     print("%s 0 passthrough bridge on cuda" % ("ok" if ok else "bad"))
+    # A CPU tensor cannot travel on nccl groups: hcg's error, not torch's.
+    try:
+        br(torch.zeros(4, 3))
+        print("bad 0 a cpu input was accepted by an nccl bridge")
+    except hcg.HcgError as exc:
+        ok = exc.code == hcg.Status.EINVAL and "nccl backend" in str(exc)
+        print("%s 0 cpu input refused: %s" % ("ok" if ok else "bad", exc))
     dist.destroy_process_group()
     return 0
 

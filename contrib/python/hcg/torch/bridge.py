@@ -74,6 +74,20 @@ class _BridgeBase:
                                  self._timeout, None)
         return _groups.build([spec], self.rank)[key]
 
+    def _cuda_only(self) -> bool:
+        """Whether the bridge's groups move CUDA tensors only: an nccl
+        backend with no gloo beside it (torch would fail deep inside with
+        'No backend type associated with device type cpu')."""
+        backend = str(STATE.backend or self._dist.get_backend()).lower()
+        return "nccl" in backend and "gloo" not in backend
+
+    def _check_device(self, x: Any, what: str) -> None:
+        if self._cuda_only() and x.device.type != "cuda":
+            raise HcgError(Status.EINVAL, "bridge %s -> %s: %s is on %s, but "
+                           "the bridge's groups use the nccl backend, which "
+                           "moves CUDA tensors only"
+                           % (self.src, self.dest, what, x.device))
+
 
 class ColocatedBridge(_BridgeBase):
     """``y = bridge(x)`` for two colocated grids (src the encoder, dest the
@@ -114,14 +128,17 @@ class ColocatedBridge(_BridgeBase):
                            " a batch of %d rows does not split in %d"
                            % (self.src, self.dest, self.scale, rows, self.scale))
 
-    def _agree(self, rows: int) -> None:
-        """First call: the gather group's members must all send as many rows."""
+    def _agree(self, x: Any) -> None:
+        """First call: the gather group's members must all send as many
+        rows. The count travels on the input's device, as the rows will."""
         import torch
 
+        rows = x.shape[0]
         self._check_batch(rows)
         if self._gather is not None:
-            mine = torch.tensor([rows], dtype=torch.int64)
-            sizes = [torch.zeros(1, dtype=torch.int64) for _ in self.members or []]
+            mine = torch.tensor([rows], dtype=torch.int64, device=x.device)
+            sizes = [torch.zeros(1, dtype=torch.int64, device=x.device)
+                     for _ in self.members or []]
             self._dist.all_gather(sizes, mine, group=self._gather)
             got = [int(s.item()) for s in sizes]
             if len(set(got)) != 1:
@@ -138,9 +155,10 @@ class ColocatedBridge(_BridgeBase):
         if x.dim() < 1:
             raise HcgError(Status.EINVAL, "bridge input must have a batch "
                            "dimension (got a scalar)")
+        self._check_device(x, "the input")
         rows = x.shape[0]
         if self.batch is None:
-            self._agree(rows)
+            self._agree(x)
         elif rows != self.batch:
             raise HcgError(Status.EINVAL, "bridge %s -> %s: input has %d rows, "
                            "the bridge was set up for %d"
@@ -204,11 +222,27 @@ class NonColocatedBridge(_BridgeBase):
     ranks these calls do nothing and return None. Sends are point to point
     between the two leaders, each preceded by a small header (shape and
     dtype) so the receiver needs no arguments.
+
+    ``device``: where headers travel and received tensors are put, and
+    where sent tensors must be (both leaders of a pair must agree): by
+    default the current CUDA device when hcg.torch's backend is nccl,
+    else the CPU.
     """
 
     def __init__(self, src: Optional[str] = None, dest: Optional[str] = None, *,
-                 source: Any = None, timeout: Any = None) -> None:
+                 source: Any = None, timeout: Any = None,
+                 device: Any = None) -> None:
+        import torch
+
         super().__init__(src, dest, source, timeout)
+        if device is None:
+            device = (torch.device("cuda", torch.cuda.current_device())
+                      if self._cuda_only() else torch.device("cpu"))
+        try:
+            self.device = torch.device(device)
+        except (RuntimeError, TypeError) as exc:
+            raise HcgError(Status.EINVAL, "NonColocatedBridge: device=%r is "
+                           "not a torch device: %s" % (device, exc)) from None
         if self.bridge.colocated:
             raise HcgError(Status.EBRIDGE, "grids '%s' and '%s' share ranks: "
                            "use ColocatedBridge" % (self.src, self.dest))
@@ -239,24 +273,30 @@ class NonColocatedBridge(_BridgeBase):
         if t.dim() > _MAX_DIMS:
             raise HcgError(Status.EINVAL, "the bridge sends tensors of at most "
                            "%d dims, got %d" % (_MAX_DIMS, t.dim()))
-        header = torch.zeros(2 + _MAX_DIMS, dtype=torch.int64)
-        header[0] = t.dim()
+        if t.device.type != self.device.type:
+            raise HcgError(Status.EINVAL, "bridge %s -> %s: the tensor to send "
+                           "is on %s; this bridge sends and receives on %s "
+                           "(NonColocatedBridge(device=...))"
+                           % (self.src, self.dest, t.device, self.device))
+        self._check_device(t, "the tensor to send")
         dtypes = _dtypes()
         if t.dtype not in dtypes:
             raise HcgError(Status.EINVAL, "the bridge cannot send %s tensors" % t.dtype)
-        header[1] = dtypes.index(t.dtype)
-        for i, n in enumerate(t.shape):
-            header[2 + i] = n
+        head = [t.dim(), dtypes.index(t.dtype)] + list(t.shape)
+        head += [0] * (2 + _MAX_DIMS - len(head))
+        header = torch.tensor(head, dtype=torch.int64, device=self.device)
         self._dist.send(header, peer)
         self._dist.send(t.detach().contiguous(), peer)
 
     def _recv(self, peer: int) -> Any:
         import torch
 
-        header = torch.zeros(2 + _MAX_DIMS, dtype=torch.int64)
+        header = torch.zeros(2 + _MAX_DIMS, dtype=torch.int64, device=self.device)
         self._dist.recv(header, peer)
-        ndim, dtype = int(header[0]), _dtypes()[int(header[1])]
-        out = torch.empty([int(n) for n in header[2:2 + ndim]], dtype=dtype)
+        head = header.tolist()
+        ndim, dtype = int(head[0]), _dtypes()[int(head[1])]
+        out = torch.empty([int(n) for n in head[2:2 + ndim]], dtype=dtype,
+                          device=self.device)
         self._dist.recv(out, peer)
         return out
 
