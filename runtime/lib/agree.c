@@ -8,13 +8,29 @@
  * anyway or one more: READY into the fence of its id exchange (did it get
  * as far as NCCL initialization: options, callback, device, ids), DONE
  * into the agreement fence (did every communicator it initialized come
- * up). After each fence a member reads the statuses of the other members
- * of its groups. Every member of a group reads the same values, so all of
- * them reach the same verdict for it, with no further round.
+ * up). After each fence the members of a group learn the statuses of the
+ * others, and every member of a group reads the same values, so all of
+ * them reach the same verdict for it.
  *
- * Cost per rank: one put per phase, and one get per distinct member of its
- * groups, O(sum of its group sizes): a world-sized dp group makes it
- * O(world) for its members, as NCCL's own initialization of that group is.
+ * A group of at most F members (F = ctx->fanin, HCG_FANIN): each member
+ * reads every other member's status, one get each: at most F - 1 per
+ * group, and a status is read by at most F - 1 members per group.
+ *
+ * A sliced group (a job of more than F processes, a group of more than F
+ * members, cut into slices of F as the exchange cuts it): a tree, so that
+ * nobody reads or answers O(group size) requests.
+ *   1. The head of each slice (its first member) reads the statuses of its
+ *      slice (F - 1 gets) and publishes the slice's verdict. Fence.
+ *   2. Each head reads the other heads' slice verdicts (ceil(size / F) - 1
+ *      gets), merges them in slice order into the group's verdict and
+ *      publishes it. Fence.
+ *   3. Every other member reads its head's group verdict (one get).
+ * A publisher answers at most F - 1 + ceil(size / F) - 1 requests per
+ * group and phase, the exchange's own bound. The two fences are taken by
+ * every process of a relayed job (only the job's size decides), also by
+ * one that failed: a failed head publishes verdicts naming itself without
+ * reading anything (the group fails either way), so that its slice is not
+ * kept waiting.
  */
 #include "config.h"
 
@@ -50,7 +66,35 @@ static int cmp_int(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Statuses of ranks[0..n-1] (distinct, ascending) into st: one get each,
+/* Counts a member with status s (nothing when HCG_OK) in a verdict. */
+static void verdict_add(struct hcgrt_verdict *v, int rank, int s) {
+  if (s == HCG_OK)
+    return;
+  if (!v->status)
+    v->status = s;
+  if (v->nbad < HCGRT_VERDICT_NAMED)
+    v->bad[v->nbad] = rank;
+  v->nbad++;
+}
+
+/* Appends src's failed members to dst's (slices merge in slice order). */
+static void verdict_merge(struct hcgrt_verdict *dst,
+                          const struct hcgrt_verdict *src) {
+  if (!src->status)
+    return;
+  if (!dst->status)
+    dst->status = src->status;
+  int shown = src->nbad < HCGRT_VERDICT_NAMED ? src->nbad : HCGRT_VERDICT_NAMED;
+  for (int k = 0; k < shown; k++) {
+    int at = dst->nbad + k;
+    if (at >= HCGRT_VERDICT_NAMED)
+      break;
+    dst->bad[at] = src->bad[k];
+  }
+  dst->nbad += src->nbad;
+}
+
+/* Statuses of ranks[0..n-1] (distinct) into st: one get each,
  * in one batch, all within the context's timeout. A member whose status
  * cannot be read counts as failed: HCG_ETIMEOUT when the time ran out,
  * else HCG_EPMIX. Fails only for lack of memory. */
@@ -82,14 +126,22 @@ out:
   return rc;
 }
 
-int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
-                     const int *skip, long long epoch, int phase,
-                     struct hcgrt_verdict *v, hcg_error *err) {
-  memset(v, 0, (size_t)plan->n * sizeof *v);
+/* 1 when item i takes part in the phase: this rank is a member, the group
+ * has two or more, and it was not skipped. */
+static int agreed(const struct hcgrt_plan *plan, const int *skip, int i) {
+  const struct hcgrt_item *it = &plan->items[i];
+  return it->member && !(skip && skip[i]) && it->group.size >= 2;
+}
+
+/* Groups of at most F members: every other member's status, each distinct
+ * member read once for all of them. */
+static int read_direct(hcg_ctx *ctx, const struct hcgrt_plan *plan,
+                       const int *skip, long long epoch, int phase,
+                       struct hcgrt_verdict *v, hcg_error *err) {
   /* Every other member of the groups to read, each once. */
   long long total = 0;
   for (int i = 0; i < plan->n; i++)
-    if (plan->items[i].member && !(skip && skip[i]))
+    if (agreed(plan, skip, i) && !hcgrt_sliced(ctx, &plan->items[i]))
       total += plan->items[i].group.size;
   if (total == 0)
     return HCG_OK;
@@ -103,7 +155,7 @@ int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
   long long n = 0;
   for (int i = 0; i < plan->n && !rc; i++) {
     const struct hcgrt_item *it = &plan->items[i];
-    if (!it->member || (skip && skip[i]) || it->group.size < 2)
+    if (!agreed(plan, skip, i) || hcgrt_sliced(ctx, it))
       continue;
     if (hcgrt_item_members(ctx->layout, it, all + n, (int)(total - n)))
       rc = hcg__fail(err, HCG_EINVAL, "members of group '%s' unavailable",
@@ -135,7 +187,7 @@ int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
   /* Per group: the members that failed, ascending. */
   for (int i = 0; i < plan->n; i++) {
     const struct hcgrt_item *it = &plan->items[i];
-    if (!it->member || (skip && skip[i]) || it->group.size < 2)
+    if (!agreed(plan, skip, i) || hcgrt_sliced(ctx, it))
       continue;
     int got = hcgrt_item_members(ctx->layout, it, own, (int)total)
                   ? 0
@@ -144,14 +196,7 @@ int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
       if (own[k] == ctx->rank)
         continue;
       const int *at = bsearch(&own[k], all, (size_t)m, sizeof *all, cmp_int);
-      int s = at ? st[at - all] : HCG_EINVAL;
-      if (s == HCG_OK)
-        continue;
-      if (!v[i].status)
-        v[i].status = s;
-      if (v[i].nbad < HCGRT_VERDICT_NAMED)
-        v[i].bad[v[i].nbad] = own[k];
-      v[i].nbad++;
+      verdict_add(&v[i], own[k], at ? st[at - all] : HCG_EINVAL);
     }
   }
 out:
@@ -159,6 +204,268 @@ out:
   free(own);
   free(st);
   return rc;
+}
+
+/* ---- sliced groups: the tree --------------------------------------------- */
+
+/* A verdict on the wire: status, failed count, then up to
+ * HCGRT_VERDICT_NAMED ranks (unused ones 0), each 4 bytes big-endian. */
+enum { WIRE_BYTES = 4 * (2 + HCGRT_VERDICT_NAMED) };
+
+static void put32(unsigned char *b, unsigned v) {
+  b[0] = (unsigned char)(v >> 24);
+  b[1] = (unsigned char)(v >> 16);
+  b[2] = (unsigned char)(v >> 8);
+  b[3] = (unsigned char)v;
+}
+
+static unsigned get32(const unsigned char *b) {
+  return (unsigned)b[0] << 24 | (unsigned)b[1] << 16 | (unsigned)b[2] << 8 |
+         b[3];
+}
+
+static void wire_encode(const struct hcgrt_verdict *v, unsigned char *b) {
+  memset(b, 0, WIRE_BYTES);
+  put32(b, (unsigned)v->status);
+  put32(b + 4, (unsigned)v->nbad);
+  for (int k = 0; k < v->nbad && k < HCGRT_VERDICT_NAMED; k++)
+    put32(b + 8 + 4 * k, (unsigned)v->bad[k]);
+}
+
+/* HCG_EINVAL for a value no libhcg of a group of `size` would publish. */
+static int wire_decode(const unsigned char *b, int size, int world,
+                       struct hcgrt_verdict *v) {
+  unsigned st = get32(b), nbad = get32(b + 4);
+  if (st >= HCG_STATUS_COUNT || nbad > (unsigned)size ||
+      (st == 0) != (nbad == 0))
+    return HCG_EINVAL;
+  memset(v, 0, sizeof *v);
+  v->status = (int)st;
+  v->nbad = (int)nbad;
+  for (int k = 0; k < v->nbad && k < HCGRT_VERDICT_NAMED; k++) {
+    unsigned r = get32(b + 8 + 4 * k);
+    if (r >= (unsigned)world)
+      return HCG_EINVAL;
+    v->bad[k] = (int)r;
+  }
+  return HCG_OK;
+}
+
+/* The PMIx key of a slice verdict (level 1) or of a group verdict (level
+ * 2): '!' and the phase before the group key; no group key holds '!'. */
+static int tree_key(const hcg_ctx *ctx, long long epoch, int phase, int level,
+                    const struct hcgrt_item *it, char *buf, size_t cap) {
+  char k[HCG_KEY_MAX + 16];
+  snprintf(k, sizeof k, "!%s%d%s", phase_name[phase], level, it->key);
+  return hcg_exchange_pmix_key(ctx->tag, epoch, k, buf, cap);
+}
+
+/* Where this rank sits in a sliced group: its slice's head and end. */
+struct slot {
+  int pos;   /* its index in the group */
+  int first; /* the index of its slice's head */
+  int end;   /* one past its slice's last index */
+  int heads; /* slices in the group */
+};
+
+static struct slot slot_of(const hcg_ctx *ctx, const struct hcgrt_item *it) {
+  int f = ctx->fanin, size = it->group.size, pos = it->group.index;
+  struct slot s = {pos, pos - pos % f, 0, (int)(((long long)size + f - 1) / f)};
+  s.end = s.first + f < size ? s.first + f : size;
+  return s;
+}
+
+/* The verdicts of the members ranks[0..n-1] at group positions given by
+ * their order, read under key, merged into v (a rank that cannot be read
+ * counts as failed with the get's status). Fails only for lack of memory. */
+static int read_verdicts(hcg_ctx *ctx, const char *key, const int *ranks, int n,
+                         int size, struct hcgrt_verdict *v, hcg_error *err) {
+  if (n == 0)
+    return HCG_OK;
+  struct hcgrt_get *g = calloc((size_t)n, sizeof *g);
+  unsigned char(*w)[WIRE_BYTES] = calloc((size_t)n, sizeof *w);
+  int *st = calloc((size_t)n, sizeof *st);
+  int rc = HCG_OK;
+  if (!g || !w || !st) {
+    rc = hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
+    goto out;
+  }
+  for (int i = 0; i < n; i++)
+    g[i] = (struct hcgrt_get){
+        .rank = ranks[i], .key = key, .out = w[i], .group = "(agreement)"};
+  rc =
+      hcgrt_pmix_get_each(ctx->pmix, g, n, WIRE_BYTES, ctx->timeout_s, st, err);
+  for (int i = 0; i < n && !rc; i++) {
+    struct hcgrt_verdict one;
+    if (!st[i] && wire_decode(w[i], size, ctx->world, &one))
+      st[i] = HCG_EINVAL;
+    if (st[i])
+      verdict_add(v, ranks[i], st[i]);
+    else
+      verdict_merge(v, &one);
+  }
+out:
+  free(g);
+  free(w);
+  free(st);
+  return rc;
+}
+
+static int publish_verdict(hcg_ctx *ctx, long long epoch, int phase, int level,
+                           const struct hcgrt_item *it,
+                           const struct hcgrt_verdict *v, hcg_error *err) {
+  char key[512];
+  unsigned char w[WIRE_BYTES];
+  int rc = tree_key(ctx, epoch, phase, level, it, key, sizeof key);
+  if (rc)
+    return hcg__fail(err, rc, "cannot derive the PMIx key of the agreement");
+  wire_encode(v, w);
+  return hcgrt_pmix_put(ctx->pmix, key, w, sizeof w, err);
+}
+
+/* The members at group positions from, from + step, ... below `to`. */
+static int positions(const hcg_ctx *ctx, const struct hcgrt_item *it, int from,
+                     int to, int step, int *out) {
+  int n = 0;
+  for (int p = from; p < to; p += step)
+    out[n++] = hcg_group_member(ctx->layout, &it->group, p);
+  return n;
+}
+
+/* A head's slice: the statuses of ranks[0..n-1], in slice order, into v. */
+static int read_slice(hcg_ctx *ctx, const char *key, const int *ranks, int n,
+                      struct hcgrt_verdict *v, hcg_error *err) {
+  int *st = malloc((size_t)(n ? n : 1) * sizeof *st);
+  if (!st)
+    return hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
+  int rc = read_statuses(ctx, key, ranks, n, st, err);
+  for (int k = 0; k < n && !rc; k++)
+    verdict_add(v, ranks[k], st[k]);
+  free(st);
+  return rc;
+}
+
+/* The tree over the sliced groups; every process of a relayed job comes
+ * here and takes both fences, whatever failed before. */
+static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
+                     const int *skip, long long epoch, int phase,
+                     int own_status, struct hcgrt_verdict *v, hcg_error *err) {
+  int n = plan->n, f = ctx->fanin, local = HCG_OK;
+  hcg_error scratch = HCG_ERROR_INIT;
+  struct hcgrt_verdict *mine = calloc((size_t)(n ? n : 1), sizeof *mine);
+  int cap = 1;
+  for (int i = 0; i < n; i++)
+    if (agreed(plan, skip, i) && hcgrt_sliced(ctx, &plan->items[i])) {
+      struct slot s = slot_of(ctx, &plan->items[i]);
+      cap = s.end - s.first > cap ? s.end - s.first : cap;
+      cap = s.heads > cap ? s.heads : cap;
+    }
+  int *ranks = malloc((size_t)cap * sizeof *ranks);
+  if (!mine || !ranks)
+    local = hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
+
+  char key[512];
+  /* Level 1: heads read their slice and publish its verdict. */
+  for (int i = 0; i < n && !local; i++) {
+    const struct hcgrt_item *it = &plan->items[i];
+    if (!agreed(plan, skip, i) || !hcgrt_sliced(ctx, it))
+      continue;
+    struct slot s = slot_of(ctx, it);
+    if (s.pos != s.first)
+      continue;
+    verdict_add(&mine[i], ctx->rank, own_status);
+    if (!own_status) {
+      int m = positions(ctx, it, s.first + 1, s.end, 1, ranks);
+      if ((local = phase_key(ctx, epoch, phase, key, sizeof key)))
+        local = hcg__fail(err, local,
+                          "cannot derive the PMIx key of the "
+                          "agreement");
+      else
+        local = read_slice(ctx, key, ranks, m, &mine[i], err);
+    }
+    if (!local)
+      local = publish_verdict(ctx, epoch, phase, 1, it, &mine[i], err);
+  }
+  int rc = hcgrt_exchange_fence(ctx, ctx->timeout_s,
+                                "the agreement's slice verdicts",
+                                local ? &scratch : err);
+  if (rc)
+    goto out;
+
+  /* Level 2: heads merge the slice verdicts in slice order, and publish. */
+  for (int i = 0; i < n && !local; i++) {
+    const struct hcgrt_item *it = &plan->items[i];
+    if (!agreed(plan, skip, i) || !hcgrt_sliced(ctx, it))
+      continue;
+    struct slot s = slot_of(ctx, it);
+    if (s.pos != s.first)
+      continue;
+    struct hcgrt_verdict g;
+    memset(&g, 0, sizeof g);
+    if (!own_status) {
+      /* Heads before this slice, this slice, heads after it. */
+      int before = positions(ctx, it, 0, s.first, f, ranks);
+      if ((local = tree_key(ctx, epoch, phase, 1, it, key, sizeof key))) {
+        local = hcg__fail(err, local,
+                          "cannot derive the PMIx key of the "
+                          "agreement");
+        break;
+      }
+      if ((local =
+               read_verdicts(ctx, key, ranks, before, it->group.size, &g, err)))
+        break;
+      verdict_merge(&g, &mine[i]);
+      int after = positions(ctx, it, s.end, it->group.size, f, ranks);
+      if ((local =
+               read_verdicts(ctx, key, ranks, after, it->group.size, &g, err)))
+        break;
+    } else {
+      g = mine[i];
+    }
+    v[i] = g;
+    local = publish_verdict(ctx, epoch, phase, 2, it, &g, err);
+  }
+  rc = hcgrt_exchange_fence(ctx, ctx->timeout_s,
+                            "the agreement's group verdicts",
+                            local ? &scratch : err);
+  if (rc || local || own_status)
+    goto out;
+
+  /* Level 3: the other members read their head's group verdict. */
+  for (int i = 0; i < n && !local; i++) {
+    const struct hcgrt_item *it = &plan->items[i];
+    if (!agreed(plan, skip, i) || !hcgrt_sliced(ctx, it))
+      continue;
+    struct slot s = slot_of(ctx, it);
+    if (s.pos == s.first)
+      continue;
+    int head = hcg_group_member(ctx->layout, &it->group, s.first);
+    if ((local = tree_key(ctx, epoch, phase, 2, it, key, sizeof key)))
+      local = hcg__fail(err, local,
+                        "cannot derive the PMIx key of the "
+                        "agreement");
+    else
+      local = read_verdicts(ctx, key, &head, 1, it->group.size, &v[i], err);
+  }
+out:
+  free(mine);
+  free(ranks);
+  return rc ? rc : local;
+}
+
+int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
+                     const int *skip, long long epoch, int phase,
+                     int own_status, struct hcgrt_verdict *v, hcg_error *err) {
+  memset(v, 0, (size_t)plan->n * sizeof *v);
+  hcg_error scratch = HCG_ERROR_INIT;
+  int rc =
+      own_status ? HCG_OK : read_direct(ctx, plan, skip, epoch, phase, v, err);
+  if (!hcgrt_relayed(ctx))
+    return rc;
+  /* The tree's fences are taken also after a local failure. */
+  int trc = read_tree(ctx, plan, skip, epoch, phase, rc ? rc : own_status, v,
+                      rc ? &scratch : err);
+  return rc ? rc : trc;
 }
 
 void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf, size_t cap) {

@@ -730,9 +730,18 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
     return finish(&cr, rc, err);
 
   /* Groups with a member that failed already are left alone by all. */
-  if (!cr.status)
-    cr.status = hcgrt_agree_read(ctx, &cr.plan, NULL, epoch, HCGRT_AGREE_READY,
-                                 cr.v1, &cr.own);
+  hcg_error aerr = HCG_ERROR_INIT;
+  rc = hcgrt_agree_read(ctx, &cr.plan, NULL, epoch, HCGRT_AGREE_READY,
+                        cr.status, cr.v1, &aerr);
+  if (ctx->broken) { /* a fence of the agreement failed */
+    if (err)
+      *err = aerr;
+    return finish(&cr, rc, err);
+  }
+  if (rc && !cr.status) {
+    cr.status = rc;
+    cr.own = aerr;
+  }
   for (int i = 0; !cr.status && i < n; i++)
     cr.skip[i] = cr.v1[i].status != HCG_OK;
   if (!cr.status)
@@ -766,10 +775,19 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   if ((rc = hcgrt_exchange_fence(ctx, 2 * ctx->timeout_s + 5,
                                  "the agreement on the communicators", err)))
     return finish(&cr, rc, err); /* unknown outcome: abort everything */
-  if (!cr.status &&
-      (cr.status = hcgrt_agree_read(ctx, &cr.plan, cr.skip, epoch,
-                                    HCGRT_AGREE_DONE, cr.v2, &cr.own)))
+  aerr = (hcg_error)HCG_ERROR_INIT;
+  rc = hcgrt_agree_read(ctx, &cr.plan, cr.skip, epoch, HCGRT_AGREE_DONE,
+                        cr.status, cr.v2, &aerr);
+  if (ctx->broken) { /* unknown outcome: abort everything */
+    if (err)
+      *err = aerr;
+    return finish(&cr, rc, err);
+  }
+  if (rc && !cr.status) {
+    cr.status = rc;
+    cr.own = aerr;
     abort_all(cr.p, n);
+  }
   for (int i = 0; !cr.status && i < n; i++)
     if (!cr.skip[i] && cr.v2[i].status)
       abort_one(&cr.p[i]); /* a member failed: all members abort it */

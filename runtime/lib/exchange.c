@@ -175,11 +175,15 @@ static int publish(hcg_ctx *ctx, struct hcgrt_item *it, long long epoch,
 
 /* 1 when this job's exchanges take the relay fence: only its size decides,
  * so that every process makes the same fences. */
-static int relayed(const hcg_ctx *ctx) { return ctx->world > ctx->fanin; }
+int hcgrt_relayed(const hcg_ctx *ctx) { return ctx->world > ctx->fanin; }
+static int relayed(const hcg_ctx *ctx) { return hcgrt_relayed(ctx); }
 
 /* 1 when the group of a member item is cut into slices. */
-static int sliced(const hcg_ctx *ctx, const struct hcgrt_item *it) {
+int hcgrt_sliced(const hcg_ctx *ctx, const struct hcgrt_item *it) {
   return relayed(ctx) && it->embedding < 0 && it->group.size > ctx->fanin;
+}
+static int sliced(const hcg_ctx *ctx, const struct hcgrt_item *it) {
+  return hcgrt_sliced(ctx, it);
 }
 
 /* The rank this member fetches the id from at stage 1 (after the exchange's

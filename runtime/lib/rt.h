@@ -191,6 +191,13 @@ int hcgrt_exchange_fence(hcg_ctx *ctx, int timeout_s, const char *what,
 int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
                          const int *skip, hcg_error *err);
 int hcgrt_exchange_relay_fence(hcg_ctx *ctx, hcg_error *err);
+/* 1 when the job is larger than ctx->fanin: its exchanges relay, and
+ * every process takes the relay fence and the agreement's two (only the
+ * job's size decides, so that all take the same fences). */
+int hcgrt_relayed(const hcg_ctx *ctx);
+/* 1 when a member item's group is cut into slices of ctx->fanin members:
+ * a relayed job, not an embedding group, more than ctx->fanin members. */
+int hcgrt_sliced(const hcg_ctx *ctx, const struct hcgrt_item *it);
 /* 128 random bytes (getrandom). */
 int hcgrt_random_id(unsigned char *id, hcg_error *err);
 /* 64-bit FNV-1a of a byte string, with a seed mixed in. */
@@ -211,13 +218,18 @@ struct hcgrt_verdict {
 /* Publishes this rank's status for a phase of the exchange `epoch`. */
 int hcgrt_agree_put(hcg_ctx *ctx, long long epoch, int phase, int status,
                     hcg_error *err);
-/* After the phase's fence: v[i] for each member item of the plan with two
- * or more members and skip[i] == 0 (skip may be NULL). One get per
- * distinct other member, within the context's timeout in all; a member
- * that cannot be read counts as failed. Fails only for lack of memory. */
+/* After the phase's fence, called by every process (also one that failed:
+ * own_status is its own status for the phase): v[i] for each member item
+ * of the plan with two or more members and skip[i] == 0 (skip may be
+ * NULL); a member that cannot be read counts as failed. A group of at
+ * most ctx->fanin members: one get per distinct other member. A sliced
+ * group (relayed jobs): a tree over its slices, with two more fences that
+ * every process of a relayed job takes (agree.c). A rank whose own status
+ * is not HCG_OK reads only what its slices need from it. Fails for lack
+ * of memory, or when a fence fails (ctx->broken is then set). */
 int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
                      const int *skip, long long epoch, int phase,
-                     struct hcgrt_verdict *v, hcg_error *err);
+                     int own_status, struct hcgrt_verdict *v, hcg_error *err);
 /* "rank 3", "ranks 3, 5" or "ranks 0, ..., 7 and 9 more" for messages. */
 void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf, size_t cap);
 
