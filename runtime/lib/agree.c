@@ -133,79 +133,6 @@ static int agreed(const struct hcgrt_plan *plan, const int *skip, int i) {
   return it->member && !(skip && skip[i]) && it->group.size >= 2;
 }
 
-/* Groups of at most F members: every other member's status, each distinct
- * member read once for all of them. */
-static int read_direct(hcg_ctx *ctx, const struct hcgrt_plan *plan,
-                       const int *skip, long long epoch, int phase,
-                       struct hcgrt_verdict *v, hcg_error *err) {
-  /* Every other member of the groups to read, each once. */
-  long long total = 0;
-  for (int i = 0; i < plan->n; i++)
-    if (agreed(plan, skip, i) && !hcgrt_sliced(ctx, &plan->items[i]))
-      total += plan->items[i].group.size;
-  if (total == 0)
-    return HCG_OK;
-  int *all = malloc((size_t)total * sizeof *all);
-  int *own = NULL, *st = NULL;
-  int rc = HCG_OK;
-  if (!all) {
-    rc = hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
-    goto out;
-  }
-  long long n = 0;
-  for (int i = 0; i < plan->n && !rc; i++) {
-    const struct hcgrt_item *it = &plan->items[i];
-    if (!agreed(plan, skip, i) || hcgrt_sliced(ctx, it))
-      continue;
-    if (hcgrt_item_members(ctx->layout, it, all + n, (int)(total - n)))
-      rc = hcg__fail(err, HCG_EINVAL, "members of group '%s' unavailable",
-                     it->key);
-    else
-      n += it->group.size;
-  }
-  if (rc)
-    goto out;
-  qsort(all, (size_t)n, sizeof *all, cmp_int);
-  int m = 0;
-  for (long long i = 0; i < n; i++)
-    if (all[i] != ctx->rank && (m == 0 || all[m - 1] != all[i]))
-      all[m++] = all[i];
-  st = malloc((size_t)(m ? m : 1) * sizeof *st);
-  own = malloc((size_t)total * sizeof *own);
-  if (!st || !own) {
-    rc = hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
-    goto out;
-  }
-  char key[512];
-  if ((rc = phase_key(ctx, epoch, phase, key, sizeof key))) {
-    rc = hcg__fail(err, rc, "cannot derive the PMIx key of the agreement");
-    goto out;
-  }
-  if ((rc = read_statuses(ctx, key, all, m, st, err)))
-    goto out;
-
-  /* Per group: the members that failed, ascending. */
-  for (int i = 0; i < plan->n; i++) {
-    const struct hcgrt_item *it = &plan->items[i];
-    if (!agreed(plan, skip, i) || hcgrt_sliced(ctx, it))
-      continue;
-    int got = hcgrt_item_members(ctx->layout, it, own, (int)total)
-                  ? 0
-                  : it->group.size;
-    for (int k = 0; k < got; k++) {
-      if (own[k] == ctx->rank)
-        continue;
-      const int *at = bsearch(&own[k], all, (size_t)m, sizeof *all, cmp_int);
-      verdict_add(&v[i], own[k], at ? st[at - all] : HCG_EINVAL);
-    }
-  }
-out:
-  free(all);
-  free(own);
-  free(st);
-  return rc;
-}
-
 /* ---- sliced groups: the tree --------------------------------------------- */
 
 /* A verdict on the wire: status, failed count, then up to
@@ -332,15 +259,95 @@ static int positions(const hcg_ctx *ctx, const struct hcgrt_item *it, int from,
   return n;
 }
 
-/* A head's slice: the statuses of ranks[0..n-1], in slice order, into v. */
-static int read_slice(hcg_ctx *ctx, const char *key, const int *ranks, int n,
-                      struct hcgrt_verdict *v, hcg_error *err) {
-  int *st = malloc((size_t)(n ? n : 1) * sizeof *st);
-  if (!st)
-    return hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
-  int rc = read_statuses(ctx, key, ranks, n, st, err);
-  for (int k = 0; k < n && !rc; k++)
-    verdict_add(v, ranks[k], st[k]);
+/* The members whose statuses this rank reads for item i: every other
+ * member of a group of at most F, its slice of a sliced group it heads,
+ * none of one it does not head. Into out (cap >= the group's size or F);
+ * returns how many, or -1 when the layout cannot list them. */
+static int needed(const hcg_ctx *ctx, const struct hcgrt_item *it, int *out,
+                  int cap) {
+  if (!hcgrt_sliced(ctx, it))
+    return hcgrt_item_members(ctx->layout, it, out, cap) ? -1 : it->group.size;
+  struct slot s = slot_of(ctx, it);
+  if (s.pos != s.first)
+    return 0;
+  return positions(ctx, it, s.first + 1, s.end, 1, out);
+}
+
+/* Reads, once each, the statuses of every rank any item needs (needed()),
+ * one batch, and counts the failed ones into v[i] (a group of at most F)
+ * or slice[i] (the slice of a sliced group this rank heads), in member
+ * order. Fails only for lack of memory. */
+static int read_statuses_needed(hcg_ctx *ctx, const struct hcgrt_plan *plan,
+                                const int *skip, long long epoch, int phase,
+                                struct hcgrt_verdict *v,
+                                struct hcgrt_verdict *slice, hcg_error *err) {
+  long long total = 0;
+  int cap = 1;
+  for (int i = 0; i < plan->n; i++)
+    if (agreed(plan, skip, i)) {
+      int size = plan->items[i].group.size;
+      int c = hcgrt_sliced(ctx, &plan->items[i]) && size > ctx->fanin
+                  ? ctx->fanin
+                  : size;
+      total += c;
+      cap = c > cap ? c : cap;
+    }
+  if (total == 0)
+    return HCG_OK;
+  int *all = malloc((size_t)total * sizeof *all);
+  int *own = malloc((size_t)cap * sizeof *own);
+  int *st = NULL;
+  int rc = HCG_OK;
+  if (!all || !own) {
+    rc = hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
+    goto out;
+  }
+  long long n = 0;
+  for (int i = 0; i < plan->n && !rc; i++) {
+    if (!agreed(plan, skip, i))
+      continue;
+    int got = needed(ctx, &plan->items[i], all + n, (int)(total - n));
+    if (got < 0)
+      rc = hcg__fail(err, HCG_EINVAL, "members of group '%s' unavailable",
+                     plan->items[i].key);
+    else
+      n += got;
+  }
+  if (rc)
+    goto out;
+  qsort(all, (size_t)n, sizeof *all, cmp_int);
+  int m = 0;
+  for (long long i = 0; i < n; i++)
+    if (all[i] != ctx->rank && (m == 0 || all[m - 1] != all[i]))
+      all[m++] = all[i];
+  if (!(st = malloc((size_t)(m ? m : 1) * sizeof *st))) {
+    rc = hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
+    goto out;
+  }
+  char key[512];
+  if ((rc = phase_key(ctx, epoch, phase, key, sizeof key))) {
+    rc = hcg__fail(err, rc, "cannot derive the PMIx key of the agreement");
+    goto out;
+  }
+  if ((rc = read_statuses(ctx, key, all, m, st, err)))
+    goto out;
+
+  for (int i = 0; i < plan->n; i++) {
+    if (!agreed(plan, skip, i))
+      continue;
+    struct hcgrt_verdict *to =
+        hcgrt_sliced(ctx, &plan->items[i]) ? &slice[i] : &v[i];
+    int got = needed(ctx, &plan->items[i], own, cap);
+    for (int k = 0; k < got; k++) {
+      if (own[k] == ctx->rank)
+        continue;
+      const int *at = bsearch(&own[k], all, (size_t)m, sizeof *all, cmp_int);
+      verdict_add(to, own[k], at ? st[at - all] : HCG_EINVAL);
+    }
+  }
+out:
+  free(all);
+  free(own);
   free(st);
   return rc;
 }
@@ -349,42 +356,42 @@ static int read_slice(hcg_ctx *ctx, const char *key, const int *ranks, int n,
  * here and takes both fences, whatever failed before. */
 static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
                      const int *skip, long long epoch, int phase,
-                     int own_status, struct hcgrt_verdict *v, hcg_error *err) {
+                     int own_status, struct hcgrt_verdict *mine,
+                     struct hcgrt_verdict *v, hcg_error *err) {
   int n = plan->n, f = ctx->fanin, local = HCG_OK;
+  /* This rank's failure, before or here: from then on it reads nothing
+   * and publishes verdicts that name itself, so that nobody waits. */
+  int failed = own_status;
   hcg_error scratch = HCG_ERROR_INIT;
-  struct hcgrt_verdict *mine = calloc((size_t)(n ? n : 1), sizeof *mine);
   int cap = 1;
   for (int i = 0; i < n; i++)
     if (agreed(plan, skip, i) && hcgrt_sliced(ctx, &plan->items[i])) {
-      struct slot s = slot_of(ctx, &plan->items[i]);
-      cap = s.end - s.first > cap ? s.end - s.first : cap;
-      cap = s.heads > cap ? s.heads : cap;
+      int heads = slot_of(ctx, &plan->items[i]).heads;
+      cap = heads > cap ? heads : cap;
     }
   int *ranks = malloc((size_t)cap * sizeof *ranks);
-  if (!mine || !ranks)
-    local = hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
+  if (!ranks)
+    failed = local =
+        hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
 
   char key[512];
-  /* Level 1: heads read their slice and publish its verdict. */
-  for (int i = 0; i < n && !local; i++) {
+  /* Level 1: heads publish their slice's verdict (read before, with the
+   * other statuses). */
+  for (int i = 0; i < n; i++) {
     const struct hcgrt_item *it = &plan->items[i];
     if (!agreed(plan, skip, i) || !hcgrt_sliced(ctx, it))
       continue;
     struct slot s = slot_of(ctx, it);
     if (s.pos != s.first)
       continue;
-    verdict_add(&mine[i], ctx->rank, own_status);
-    if (!own_status) {
-      int m = positions(ctx, it, s.first + 1, s.end, 1, ranks);
-      if ((local = phase_key(ctx, epoch, phase, key, sizeof key)))
-        local = hcg__fail(err, local,
-                          "cannot derive the PMIx key of the "
-                          "agreement");
-      else
-        local = read_slice(ctx, key, ranks, m, &mine[i], err);
+    if (failed) {
+      memset(&mine[i], 0, sizeof mine[i]);
+      verdict_add(&mine[i], ctx->rank, failed);
     }
-    if (!local)
-      local = publish_verdict(ctx, epoch, phase, 1, it, &mine[i], err);
+    int r = publish_verdict(ctx, epoch, phase, 1, it, &mine[i],
+                            local ? &scratch : err);
+    if (r && !local)
+      failed = local = r;
   }
   int rc = hcgrt_exchange_fence(ctx, ctx->timeout_s,
                                 "the agreement's slice verdicts",
@@ -392,8 +399,9 @@ static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
   if (rc)
     goto out;
 
-  /* Level 2: heads merge the slice verdicts in slice order, and publish. */
-  for (int i = 0; i < n && !local; i++) {
+  /* Level 2: heads merge the slice verdicts in slice order (heads before
+   * this slice, this slice, heads after it) and publish the group's. */
+  for (int i = 0; i < n; i++) {
     const struct hcgrt_item *it = &plan->items[i];
     if (!agreed(plan, skip, i) || !hcgrt_sliced(ctx, it))
       continue;
@@ -402,33 +410,33 @@ static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
       continue;
     struct hcgrt_verdict g;
     memset(&g, 0, sizeof g);
-    if (!own_status) {
-      /* Heads before this slice, this slice, heads after it. */
-      int before = positions(ctx, it, 0, s.first, f, ranks);
-      if ((local = tree_key(ctx, epoch, phase, 1, it, key, sizeof key))) {
-        local = hcg__fail(err, local,
-                          "cannot derive the PMIx key of the "
-                          "agreement");
-        break;
-      }
-      if ((local =
-               read_verdicts(ctx, key, ranks, before, it->group.size, &g, err)))
-        break;
+    int r =
+        failed ? HCG_OK : tree_key(ctx, epoch, phase, 1, it, key, sizeof key);
+    if (r)
+      r = hcg__fail(err, r, "cannot derive the PMIx key of the agreement");
+    if (!failed && !r) {
+      int m = positions(ctx, it, 0, s.first, f, ranks);
+      r = read_verdicts(ctx, key, ranks, m, it->group.size, &g, err);
       verdict_merge(&g, &mine[i]);
-      int after = positions(ctx, it, s.end, it->group.size, f, ranks);
-      if ((local =
-               read_verdicts(ctx, key, ranks, after, it->group.size, &g, err)))
-        break;
-    } else {
-      g = mine[i];
+      m = positions(ctx, it, s.end, it->group.size, f, ranks);
+      if (!r)
+        r = read_verdicts(ctx, key, ranks, m, it->group.size, &g, err);
+    }
+    if (r)
+      failed = local = r;
+    if (failed) {
+      memset(&g, 0, sizeof g);
+      verdict_add(&g, ctx->rank, failed);
     }
     v[i] = g;
-    local = publish_verdict(ctx, epoch, phase, 2, it, &g, err);
+    r = publish_verdict(ctx, epoch, phase, 2, it, &g, local ? &scratch : err);
+    if (r && !local)
+      failed = local = r;
   }
   rc = hcgrt_exchange_fence(ctx, ctx->timeout_s,
                             "the agreement's group verdicts",
                             local ? &scratch : err);
-  if (rc || local || own_status)
+  if (rc || failed)
     goto out;
 
   /* Level 3: the other members read their head's group verdict. */
@@ -441,16 +449,24 @@ static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
       continue;
     int head = hcg_group_member(ctx->layout, &it->group, s.first);
     if ((local = tree_key(ctx, epoch, phase, 2, it, key, sizeof key)))
-      local = hcg__fail(err, local,
-                        "cannot derive the PMIx key of the "
-                        "agreement");
+      local =
+          hcg__fail(err, local, "cannot derive the PMIx key of the agreement");
     else
       local = read_verdicts(ctx, key, &head, 1, it->group.size, &v[i], err);
   }
 out:
-  free(mine);
   free(ranks);
   return rc ? rc : local;
+}
+
+/* The tree's two fences alone, for a rank with nothing to publish. */
+static int fences_only(hcg_ctx *ctx, hcg_error *err) {
+  int rc = hcgrt_exchange_fence(ctx, ctx->timeout_s,
+                                "the agreement's slice verdicts", err);
+  if (!rc)
+    rc = hcgrt_exchange_fence(ctx, ctx->timeout_s,
+                              "the agreement's group verdicts", err);
+  return rc;
 }
 
 int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
@@ -458,14 +474,28 @@ int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
                      int own_status, struct hcgrt_verdict *v, hcg_error *err) {
   memset(v, 0, (size_t)plan->n * sizeof *v);
   hcg_error scratch = HCG_ERROR_INIT;
-  int rc =
-      own_status ? HCG_OK : read_direct(ctx, plan, skip, epoch, phase, v, err);
-  if (!hcgrt_relayed(ctx))
-    return rc;
-  /* The tree's fences are taken also after a local failure. */
-  int trc = read_tree(ctx, plan, skip, epoch, phase, rc ? rc : own_status, v,
-                      rc ? &scratch : err);
-  return rc ? rc : trc;
+  /* The verdicts of the slices this rank heads. */
+  struct hcgrt_verdict *slice =
+      calloc((size_t)(plan->n ? plan->n : 1), sizeof *slice);
+  int rc = slice
+               ? HCG_OK
+               : hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
+  if (!rc && !own_status)
+    rc = read_statuses_needed(ctx, plan, skip, epoch, phase, v, slice, err);
+  if (hcgrt_relayed(ctx)) {
+    /* The tree's fences are taken also after a local failure; without
+     * memory for the slice verdicts a head publishes "failed" alone. */
+    struct hcgrt_verdict *one = slice;
+    int trc = HCG_OK;
+    if (one)
+      trc = read_tree(ctx, plan, skip, epoch, phase, rc ? rc : own_status, one,
+                      v, rc ? &scratch : err);
+    else
+      trc = fences_only(ctx, rc ? &scratch : err);
+    rc = rc ? rc : trc;
+  }
+  free(slice);
+  return rc;
 }
 
 void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf, size_t cap) {

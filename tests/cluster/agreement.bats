@@ -155,3 +155,85 @@ one_fails() {
     [ "$relay_extra" -eq 0 ] && [ "$extra" -eq 0 ]
   fi
 }
+
+# agreement_requests FILE EPOCH: "STATUS TREE" from an HCG_DEBUG_REQUESTS
+# log: the most requests one publisher answered for its status key
+# (hcg.E.ready or hcg.E.done), and for one key of the tree (hcg.E.!...).
+agreement_requests() {
+  awk -v e="$2" '$1 == "get" {
+      split($4, k, ".")
+      if (k[2] != e) next
+      if (k[3] == "ready" || k[3] == "done") s[$2 " " $4]++
+      else if (substr(k[3], 1, 1) == "!") t[$2 " " $4]++
+    }
+    END {for (x in s) if (s[x] > ms) ms = s[x]; for (x in t) if (t[x] > mt) mt = t[x]
+         print ms + 0, mt + 0}' "$1"
+}
+
+# last_epoch FILE: the epoch of hcg_comm_create's exchange (hcg-hello's own
+# comes first).
+last_epoch() {
+  awk '{split($4, k, "."); if (k[2] + 0 > m) m = k[2] + 0} END {print m + 0}' "$1"
+}
+
+@test "a sliced group agrees through its slice heads: a failure anywhere reaches every member (16 tasks, HCG_FANIN=4)" {
+  # The whole-grid group (16 members, 4 slices) and the 8-member groups
+  # agree through slice heads (agree.c); a relayed job takes 9 fences:
+  # hcg-hello's exchange and relay, then hcg_comm_create's exchange, the
+  # READY tree (2), the relay, the agreement and the DONE tree (2).
+  local case rank stage msg t0 took
+  for case in "13:init:failed to initialize it (NCCL error), so every member aborted it" \
+    "4:prepare:failed before NCCL initialization (NCCL error), so every member left it uninitialized"; do
+    rank=${case%%:*}
+    stage=${case#*:}
+    msg=${stage#*:}
+    stage=${stage%%:*}
+    t0=$SECONDS
+    HCG_TEST_COMM_FAIL=$rank:$stage HCG_FANIN=4 hello 16 "$LAYOUT" --force-comm --timeout 20
+    took=$((SECONDS - t0))
+    echo "rank $rank fails at $stage: ${took}s" >&3
+    [ "$status" -ne 0 ] || { show; false; }
+    [ "$(task_err | grep -c "HCG_ENCCL: the communicator of group 'llm:[a-z_-]*' was not formed: rank $rank $msg")" -eq 15 ] || { show; false; }
+    [ "$(failed_lines | wc -l)" -eq 16 ] || { show; false; }
+    [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/9" ] || { show; false; }
+    [ "$took" -lt 15 ]
+  done
+}
+
+@test "the agreement's requests per publisher do not grow with the world (HCG_FANIN=4, 16 and 32 tasks)" {
+  # Read directly, a rank's status in a 32-member whole-grid group would be
+  # read by its 31 peers. Through the tree a status is read by the members
+  # of the rank's groups of at most 4 (3 each) and by its slice heads, and a
+  # tree key by at most F - 1 + ceil(size / F) - 1 = 3 + 7 ranks.
+  export HCG_TEST_COMM_FAIL=99:init # no such rank: nobody fails
+  local n e counts groups
+  for n in 16 32; do
+    HCG_FANIN=4 HCG_DEBUG_REQUESTS=$OUT/req.$n hello "$n" "$LAYOUT" --force-comm --timeout 20
+    [ "$status" -eq 0 ] || { show; false; }
+    check_groups "$n" "$LAYOUT"
+    e=$(last_epoch "$OUT/req.$n")
+    counts=$(agreement_requests "$OUT/req.$n" "$e")
+    groups=$(groups_of_rank 0)
+    echo "$n tasks: most requests for one status key ${counts% *}, for one tree key ${counts#* } ($groups groups per rank)" >&3
+    [ "${counts% *}" -gt 0 ] && [ "${counts#* }" -gt 0 ]
+    [ "${counts% *}" -le $((3 * groups)) ]
+    [ "${counts#* }" -le 10 ]
+  done
+}
+
+@test "under valgrind: the tree's paths, a head failing and a member failing, leak nothing" {
+  command -v valgrind >/dev/null || skip "valgrind is not installed"
+  local vg=$BATS_TEST_TMPDIR/vg.sh r
+  valgrind_wrapper "$vg"
+  # 4 tasks, HCG_FANIN=2: the 4-member groups are cut into 2 slices.
+  for r in 2 3; do
+    rm -f "$OUT"/vg.*.log
+    hello_cmd 4 'llm:tp=2,dp=*' --export=ALL,HCG_FANIN=2,HCG_TEST_COMM_FAIL=$r:init \
+      "$vg" --force-comm --timeout 30
+    [ "$status" -ne 0 ] || { show; false; }
+    [ "$(task_err | grep -c "was not formed: rank $r ")" -eq 3 ] || { show; cat "$OUT"/vg.*.log; false; }
+    for f in "$OUT"/vg.*.log; do
+      [ ! -s "$f" ] || { cat "$f"; false; }
+    done
+  done
+}
