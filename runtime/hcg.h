@@ -671,7 +671,8 @@ typedef struct hcg_ctx_config {
   const char *tag;
   /* The exchange's fan-in bound: in a job of more than `fanin` processes,
    * no process serves more than about `fanin` gets of one group (larger
-   * groups go through relays; doc/runtime.md). At least 2. HCG_UNSET: the
+   * groups go through relays, and agree through slice heads;
+   * doc/runtime.md). At least 2. HCG_UNSET: the
    * HCG_FANIN variable if set, else 512. The same on every process of the
    * job, as the number of fences depends on it. */
   int fanin;
@@ -940,12 +941,17 @@ int hcg_exchange_pmix_key(const char *tag, long long epoch, const char *key,
  * non-blocking configs, polled with ncclCommGetAsyncError until done (on
  * an error or after the timeout all of this rank's communicators of the
  * call are aborted), a non-blocking CUDA stream per communicator, and an
- * agreement: TWO PMIx fences per call in all (one per hcg_exchange_ids).
+ * agreement: TWO PMIx fences per call in all (one per hcg_exchange_ids)
+ * in a job of at most hcg_ctx_config.fanin processes; in a larger one
+ * seven (two per hcg_exchange_ids): the exchange's relay fence and two
+ * per agreement phase.
  *
  * Agreement on failure. Each rank publishes whether it got ready for NCCL
  * initialization (into the exchange's fence) and whether its
  * initialization succeeded (into one more fence), and reads those of the
- * other members of its groups: O(sum of its group sizes) gets. Every member
+ * other members of its groups; a group of more than `fanin` members agrees
+ * through the heads of its slices, so no rank reads or serves more than
+ * about `fanin` + size / `fanin` gets per group (doc/runtime.md). Every member
  * of a group reaches the same verdict: a group with a failed member is not
  * initialized, or is aborted, by all of its members, which return
  * HCG_ENCCL (HCG_ETIMEOUT when that member timed out) naming the group key
