@@ -352,6 +352,18 @@ out:
   return rc;
 }
 
+/* This rank's part in the tree of item i: none (not a sliced group it
+ * agrees on), the head of its slice, or another member. */
+enum { NONE, HEAD, MEMBER };
+static int role(const hcg_ctx *ctx, const struct hcgrt_plan *plan,
+                const int *skip, int i) {
+  const struct hcgrt_item *it = &plan->items[i];
+  if (!agreed(plan, skip, i) || !hcgrt_sliced(ctx, it))
+    return NONE;
+  struct slot s = slot_of(ctx, it);
+  return s.pos == s.first ? HEAD : MEMBER;
+}
+
 /* The tree over the sliced groups; every process of a relayed job comes
  * here and takes both fences, whatever failed before. */
 static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
@@ -379,10 +391,7 @@ static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
    * other statuses). */
   for (int i = 0; i < n; i++) {
     const struct hcgrt_item *it = &plan->items[i];
-    if (!agreed(plan, skip, i) || !hcgrt_sliced(ctx, it))
-      continue;
-    struct slot s = slot_of(ctx, it);
-    if (s.pos != s.first)
+    if (role(ctx, plan, skip, i) != HEAD)
       continue;
     if (failed) {
       memset(&mine[i], 0, sizeof mine[i]);
@@ -403,11 +412,9 @@ static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
    * this slice, this slice, heads after it) and publish the group's. */
   for (int i = 0; i < n; i++) {
     const struct hcgrt_item *it = &plan->items[i];
-    if (!agreed(plan, skip, i) || !hcgrt_sliced(ctx, it))
+    if (role(ctx, plan, skip, i) != HEAD)
       continue;
     struct slot s = slot_of(ctx, it);
-    if (s.pos != s.first)
-      continue;
     struct hcgrt_verdict g;
     memset(&g, 0, sizeof g);
     int r =
@@ -442,12 +449,10 @@ static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
   /* Level 3: the other members read their head's group verdict. */
   for (int i = 0; i < n && !local; i++) {
     const struct hcgrt_item *it = &plan->items[i];
-    if (!agreed(plan, skip, i) || !hcgrt_sliced(ctx, it))
+    if (role(ctx, plan, skip, i) != MEMBER)
       continue;
-    struct slot s = slot_of(ctx, it);
-    if (s.pos == s.first)
-      continue;
-    int head = hcg_group_member(ctx->layout, &it->group, s.first);
+    int head =
+        hcg_group_member(ctx->layout, &it->group, slot_of(ctx, it).first);
     if ((local = tree_key(ctx, epoch, phase, 2, it, key, sizeof key)))
       local =
           hcg__fail(err, local, "cannot derive the PMIx key of the agreement");
