@@ -286,9 +286,7 @@ static int read_statuses_needed(hcg_ctx *ctx, const struct hcgrt_plan *plan,
   for (int i = 0; i < plan->n; i++)
     if (agreed(plan, skip, i)) {
       int size = plan->items[i].group.size;
-      int c = hcgrt_sliced(ctx, &plan->items[i]) && size > ctx->fanin
-                  ? ctx->fanin
-                  : size;
+      int c = hcgrt_sliced(ctx, &plan->items[i]) ? ctx->fanin : size;
       total += c;
       cap = c > cap ? c : cap;
     }
@@ -365,7 +363,8 @@ static int role(const hcg_ctx *ctx, const struct hcgrt_plan *plan,
 }
 
 /* The tree over the sliced groups; every process of a relayed job comes
- * here and takes both fences, whatever failed before. */
+ * here and takes both fences, whatever failed before. mine: the verdicts
+ * of the slices this rank heads, read only while it has not failed. */
 static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
                      const int *skip, long long epoch, int phase,
                      int own_status, struct hcgrt_verdict *mine,
@@ -377,7 +376,7 @@ static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
   hcg_error scratch = HCG_ERROR_INIT;
   int cap = 1;
   for (int i = 0; i < n; i++)
-    if (agreed(plan, skip, i) && hcgrt_sliced(ctx, &plan->items[i])) {
+    if (role(ctx, plan, skip, i) != NONE) {
       int heads = slot_of(ctx, &plan->items[i]).heads;
       cap = heads > cap ? heads : cap;
     }
@@ -393,11 +392,10 @@ static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
     const struct hcgrt_item *it = &plan->items[i];
     if (role(ctx, plan, skip, i) != HEAD)
       continue;
-    if (failed) {
-      memset(&mine[i], 0, sizeof mine[i]);
-      verdict_add(&mine[i], ctx->rank, failed);
-    }
-    int r = publish_verdict(ctx, epoch, phase, 1, it, &mine[i],
+    struct hcgrt_verdict self;
+    memset(&self, 0, sizeof self);
+    verdict_add(&self, ctx->rank, failed);
+    int r = publish_verdict(ctx, epoch, phase, 1, it, failed ? &self : &mine[i],
                             local ? &scratch : err);
     if (r && !local)
       failed = local = r;
@@ -417,26 +415,28 @@ static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
     struct slot s = slot_of(ctx, it);
     struct hcgrt_verdict g;
     memset(&g, 0, sizeof g);
-    int r =
-        failed ? HCG_OK : tree_key(ctx, epoch, phase, 1, it, key, sizeof key);
-    if (r)
-      r = hcg__fail(err, r, "cannot derive the PMIx key of the agreement");
-    if (!failed && !r) {
-      int m = positions(ctx, it, 0, s.first, f, ranks);
-      r = read_verdicts(ctx, key, ranks, m, it->group.size, &g, err);
-      verdict_merge(&g, &mine[i]);
-      m = positions(ctx, it, s.end, it->group.size, f, ranks);
-      if (!r)
+    if (!failed) {
+      int r = tree_key(ctx, epoch, phase, 1, it, key, sizeof key);
+      if (r) {
+        r = hcg__fail(err, r, "cannot derive the PMIx key of the agreement");
+      } else {
+        int m = positions(ctx, it, 0, s.first, f, ranks);
         r = read_verdicts(ctx, key, ranks, m, it->group.size, &g, err);
+        verdict_merge(&g, &mine[i]);
+        m = positions(ctx, it, s.end, it->group.size, f, ranks);
+        if (!r)
+          r = read_verdicts(ctx, key, ranks, m, it->group.size, &g, err);
+      }
+      if (r)
+        failed = local = r;
     }
-    if (r)
-      failed = local = r;
     if (failed) {
       memset(&g, 0, sizeof g);
       verdict_add(&g, ctx->rank, failed);
     }
     v[i] = g;
-    r = publish_verdict(ctx, epoch, phase, 2, it, &g, local ? &scratch : err);
+    int r =
+        publish_verdict(ctx, epoch, phase, 2, it, &g, local ? &scratch : err);
     if (r && !local)
       failed = local = r;
   }
@@ -464,16 +464,6 @@ out:
   return rc ? rc : local;
 }
 
-/* The tree's two fences alone, for a rank with nothing to publish. */
-static int fences_only(hcg_ctx *ctx, hcg_error *err) {
-  int rc = hcgrt_exchange_fence(ctx, ctx->timeout_s,
-                                "the agreement's slice verdicts", err);
-  if (!rc)
-    rc = hcgrt_exchange_fence(ctx, ctx->timeout_s,
-                              "the agreement's group verdicts", err);
-  return rc;
-}
-
 int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
                      const int *skip, long long epoch, int phase,
                      int own_status, struct hcgrt_verdict *v, hcg_error *err) {
@@ -488,15 +478,10 @@ int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
   if (!rc && !own_status)
     rc = read_statuses_needed(ctx, plan, skip, epoch, phase, v, slice, err);
   if (hcgrt_relayed(ctx)) {
-    /* The tree's fences are taken also after a local failure; without
-     * memory for the slice verdicts a head publishes "failed" alone. */
-    struct hcgrt_verdict *one = slice;
-    int trc = HCG_OK;
-    if (one)
-      trc = read_tree(ctx, plan, skip, epoch, phase, rc ? rc : own_status, one,
-                      v, rc ? &scratch : err);
-    else
-      trc = fences_only(ctx, rc ? &scratch : err);
+    /* The tree's fences are taken also after a local failure (then
+     * slice, NULL without memory for it, is not read). */
+    int trc = read_tree(ctx, plan, skip, epoch, phase, rc ? rc : own_status,
+                        slice, v, rc ? &scratch : err);
     rc = rc ? rc : trc;
   }
   free(slice);

@@ -699,6 +699,28 @@ static int finish(struct create *cr, int rc, hcg_error *err) {
   return rc;
 }
 
+/* One phase of the agreement, read by every rank, also one that failed:
+ * a failure of its own there becomes the rank's failure (cr->status).
+ * Returns 1 when a fence of the phase failed: *rc and err then say so and
+ * the call must end, as after any failed fence. */
+static int agree_phase(hcg_ctx *ctx, struct create *cr, const int *skip,
+                       long long epoch, int phase, struct hcgrt_verdict *v,
+                       int *rc, hcg_error *err) {
+  hcg_error aerr = HCG_ERROR_INIT;
+  *rc = hcgrt_agree_read(ctx, &cr->plan, skip, epoch, phase, cr->status, v,
+                         &aerr);
+  if (ctx->broken) {
+    if (err)
+      *err = aerr;
+    return 1;
+  }
+  if (*rc && !cr->status) {
+    cr->status = *rc;
+    cr->own = aerr;
+  }
+  return 0;
+}
+
 int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   int rc = hcgrt_check_set(ctx, set, "hcg_comm_create", err);
   struct hook hook;
@@ -730,18 +752,8 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
     return finish(&cr, rc, err);
 
   /* Groups with a member that failed already are left alone by all. */
-  hcg_error aerr = HCG_ERROR_INIT;
-  rc = hcgrt_agree_read(ctx, &cr.plan, NULL, epoch, HCGRT_AGREE_READY,
-                        cr.status, cr.v1, &aerr);
-  if (ctx->broken) { /* a fence of the agreement failed */
-    if (err)
-      *err = aerr;
+  if (agree_phase(ctx, &cr, NULL, epoch, HCGRT_AGREE_READY, cr.v1, &rc, err))
     return finish(&cr, rc, err);
-  }
-  if (rc && !cr.status) {
-    cr.status = rc;
-    cr.own = aerr;
-  }
   for (int i = 0; !cr.status && i < n; i++)
     cr.skip[i] = cr.v1[i].status != HCG_OK;
   if (!cr.status)
@@ -775,19 +787,10 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   if ((rc = hcgrt_exchange_fence(ctx, 2 * ctx->timeout_s + 5,
                                  "the agreement on the communicators", err)))
     return finish(&cr, rc, err); /* unknown outcome: abort everything */
-  aerr = (hcg_error)HCG_ERROR_INIT;
-  rc = hcgrt_agree_read(ctx, &cr.plan, cr.skip, epoch, HCGRT_AGREE_DONE,
-                        cr.status, cr.v2, &aerr);
-  if (ctx->broken) { /* unknown outcome: abort everything */
-    if (err)
-      *err = aerr;
-    return finish(&cr, rc, err);
-  }
-  if (rc && !cr.status) {
-    cr.status = rc;
-    cr.own = aerr;
+  if (agree_phase(ctx, &cr, cr.skip, epoch, HCGRT_AGREE_DONE, cr.v2, &rc, err))
+    return finish(&cr, rc, err); /* unknown outcome: abort everything */
+  if (cr.status)
     abort_all(cr.p, n);
-  }
   for (int i = 0; !cr.status && i < n; i++)
     if (!cr.skip[i] && cr.v2[i].status)
       abort_one(&cr.p[i]); /* a member failed: all members abort it */

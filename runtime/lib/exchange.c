@@ -176,14 +176,10 @@ static int publish(hcg_ctx *ctx, struct hcgrt_item *it, long long epoch,
 /* 1 when this job's exchanges take the relay fence: only its size decides,
  * so that every process makes the same fences. */
 int hcgrt_relayed(const hcg_ctx *ctx) { return ctx->world > ctx->fanin; }
-static int relayed(const hcg_ctx *ctx) { return hcgrt_relayed(ctx); }
 
 /* 1 when the group of a member item is cut into slices. */
 int hcgrt_sliced(const hcg_ctx *ctx, const struct hcgrt_item *it) {
-  return relayed(ctx) && it->embedding < 0 && it->group.size > ctx->fanin;
-}
-static int sliced(const hcg_ctx *ctx, const struct hcgrt_item *it) {
-  return hcgrt_sliced(ctx, it);
+  return hcgrt_relayed(ctx) && it->embedding < 0 && it->group.size > ctx->fanin;
 }
 
 /* The rank this member fetches the id from at stage 1 (after the exchange's
@@ -194,7 +190,7 @@ static int source(const hcg_ctx *ctx, const struct hcgrt_item *it, int stage) {
     return -1;
   if (stage == 0)
     return it->leader;
-  if (!sliced(ctx, it))
+  if (!hcgrt_sliced(ctx, it))
     return stage == 1 ? it->leader : -1;
   int pos = it->group.index, first = pos - pos % ctx->fanin;
   if (first == 0 || pos == first) /* the first slice, or a relay */
@@ -207,7 +203,7 @@ static int source(const hcg_ctx *ctx, const struct hcgrt_item *it, int stage) {
  * derives the same number. */
 static int nids_of(const hcg_ctx *ctx, int scalable,
                    const struct hcgrt_item *it) {
-  if (!scalable || !sliced(ctx, it))
+  if (!scalable || !hcgrt_sliced(ctx, it))
     return 1;
   return (int)(((long long)it->group.size + ctx->fanin - 1) / ctx->fanin);
 }
@@ -215,7 +211,8 @@ static int nids_of(const hcg_ctx *ctx, int scalable,
 /* 1 when this rank relays the id of a member item. */
 static int relays(const hcg_ctx *ctx, const struct hcgrt_item *it) {
   int pos = it->group.index;
-  return it->member && sliced(ctx, it) && pos > 0 && pos % ctx->fanin == 0;
+  return it->member && hcgrt_sliced(ctx, it) && pos > 0 &&
+         pos % ctx->fanin == 0;
 }
 
 /* The PMIx key of a relay's copy: the group key behind '@', which no group
@@ -264,7 +261,7 @@ static int put_extra(hcg_ctx *ctx, long long epoch, struct hcgrt_item *it,
  * 64-bit hashes (big-endian), then its id. */
 enum { TAG_BYTES = 16, ENTRY_BYTES = TAG_BYTES + HCG_ID_BYTES };
 
-static int bundled(const hcg_ctx *ctx) { return !relayed(ctx); }
+static int bundled(const hcg_ctx *ctx) { return !hcgrt_relayed(ctx); }
 
 /* The bundle's PMIx key: '*', which no group key holds. */
 static int bundle_key(const hcg_ctx *ctx, long long epoch, char *buf,
@@ -516,7 +513,7 @@ static int republish(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
 }
 
 int hcgrt_exchange_relay_fence(hcg_ctx *ctx, hcg_error *err) {
-  if (!relayed(ctx))
+  if (!hcgrt_relayed(ctx))
     return HCG_OK;
   return hcgrt_exchange_fence(ctx, ctx->timeout_s, "the relay of group ids",
                               err);
@@ -526,7 +523,7 @@ int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
                          const int *skip, hcg_error *err) {
   int rc =
       fetch(ctx, plan->items, 0, plan->n, epoch, skip, 1, plan->scalable, err);
-  if (!relayed(ctx))
+  if (!hcgrt_relayed(ctx))
     return rc;
   if (!rc)
     rc = republish(ctx, plan, epoch, skip, err);
