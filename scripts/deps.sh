@@ -11,7 +11,8 @@ set -eu
 
 packages=${HCG_DEPS_PACKAGES:-"
   build-essential autoconf automake libtool pkg-config
-  check bats jq valgrind clang-14 libclang-rt-14-dev time man-db abigail-tools
+  check bats jq valgrind clang libclang-rt-dev time man-db abigail-tools
+  debootstrap rsync
   slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev
   libpmix-dev libpmix-bin
   procps iproute2 hostname python3 python3-torch

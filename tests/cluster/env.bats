@@ -114,6 +114,7 @@ load helpers
 }
 
 @test "--mpi=pmix: HCG_RANK is PMIX_RANK, HCG_WORLD_SIZE the job size" {
+  need_pmix
   for n in 1 6 16; do
     rm -f "$OUT"/pmix.*
     run timeout -k 5 120 srun -n "$n" --overcommit --mpi=pmix \
@@ -130,6 +131,7 @@ load helpers
 }
 
 @test "--mpi=pmix: a PMIx client agrees on rank and job size" {
+  need_pmix
   probe=$BUILD/tests/cluster/hcg_probe
   [ -x "$probe" ] || skip "hcg_probe not built"
   run timeout -k 5 120 srun -n 8 --overcommit --mpi=pmix \

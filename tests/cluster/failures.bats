@@ -67,6 +67,7 @@ wrap() {
 }
 
 @test "without --hcg-layout: a clear error naming the plugin option" {
+  need_pmix
   rm -f "$OUT"/*
   run timeout -k 5 60 srun -n 2 --overcommit --mpi=pmix \
     --output="$OUT/out.%t" --error="$OUT/err.%t" "$HELLO"

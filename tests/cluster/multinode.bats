@@ -25,6 +25,7 @@ load twonode
 }
 
 @test "--mpi=pmix across nodes: HCG_RANK is PMIX_RANK" {
+  need_pmix
   run timeout -k 5 120 srun -N 2 -n 6 --overcommit --mpi=pmix --hcg-layout='tp=3,dp=*' \
     /bin/bash -c 'echo "$SLURMD_NODENAME $PMIX_RANK $HCG_RANK $HCG_WORLD_SIZE"'
   [ "$status" -eq 0 ] || { echo "$output"; false; }
@@ -36,6 +37,7 @@ load twonode
 }
 
 @test "--mpi=pmix across nodes: a PMIx client agrees" {
+  need_pmix
   probe=$BUILD/tests/cluster/hcg_probe
   [ -x "$probe" ] || skip "hcg_probe not built"
   run timeout -k 5 120 srun -N 2 -n 8 --overcommit --mpi=pmix \
@@ -107,6 +109,7 @@ run_het_pmix() {
 }
 
 @test "heterogeneous step under --mpi=pmix: one namespace, hcg-hello forms the groups of both components in one exchange" {
+  need_pmix
   local hello=$BUILD/runtime/hcg-hello
   run_het_pmix srun -n 4 --overcommit --mpi=pmix \
     --hcg-layout='vision:tp=2,dp=2; llm:tp=2,dp=*' "$hello" : \

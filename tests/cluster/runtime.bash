@@ -10,6 +10,10 @@
 #   group RANK KEY members=A,B,... index=I leader=L id=DIGEST
 # and "fences RANK F exchanges E" at the end.
 
+# need_pmix
+# shellcheck source=tests/cluster/cluster.sh
+source "$BATS_TEST_DIRNAME/cluster.sh"
+
 runtime_setup() {
   [ -n "${SLURM_CONF:-}" ] && [ -n "${HCG_BUILD:-}" ] || {
     echo "run through tests/cluster/run.sh BUILD_DIR (no cluster here)" >&2
@@ -42,6 +46,7 @@ hello() {
 hello_cmd() {
   local n=$1 layout=$2
   shift 2
+  need_pmix
   rm -f "$OUT"/out.* "$OUT"/err.*
   run timeout -k 5 120 srun -n "$n" --overcommit --mpi=pmix \
     --hcg-layout="$layout" --output="$OUT/out.%t" --error="$OUT/err.%t" \

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds the libFuzzer targets with clang-14 (AddressSanitizer + UBSan) and
+# Builds the libFuzzer targets with clang (AddressSanitizer + UBSan) and
 # runs them for a bounded total time:
 #   fuzz_layout   the layout parser, the validator and what they compute
 #   fuzz_args     the plugin's plugstack.conf arguments (spank/args.c)
@@ -23,11 +23,11 @@ targets=${*:-fuzz_layout fuzz_args fuzz_forward}
 max_len=${HCG_FUZZ_MAX_LEN:-65536}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${HCG_FUZZ_DIR:-${TMPDIR:-/tmp}/hcg-fuzz}
-CC=${FUZZ_CC:-clang-14}
+CC=${FUZZ_CC:-clang}
 fz=$src/tests/fuzz
 mkdir -p "$out"
 
-command -v "$CC" >/dev/null || { echo "run-fuzz: $CC not found (apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 1; }
+command -v "$CC" >/dev/null || { echo "run-fuzz: $CC not found (apt-get install clang libclang-rt-dev)" >&2; exit 1; }
 
 flags="-std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -fno-omit-frame-pointer
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all

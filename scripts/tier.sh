@@ -1,0 +1,202 @@
+#!/bin/bash
+# tier.sh - the Debian stacks hcg is tested on, each in a root of its own.
+#
+#   scripts/tier.sh list                 the tiers and which one this host is
+#   scripts/tier.sh root TIER            make TIER's root if it is missing or
+#                                        broken; print its path
+#   scripts/tier.sh run TIER [CMD...]    copy this tree into TIER's root and
+#                                        run CMD there (default: the tier's
+#                                        suite, scripts/test-all.sh)
+#   scripts/tier.sh shell TIER           a shell in TIER's root, in the copy
+#
+# Tiers: debian12 (bookworm), debian13 (trixie), sid. A root is a Debian
+# system made by debootstrap from Debian's registry, kept under HCG_ROOTS
+# (default /var/cache/hcg/roots) and reused by later runs: it is made again
+# only when it is missing or broken (no stamp, or its /bin/true does not
+# run). The packages hcg needs are installed in it by scripts/deps.sh, the
+# same script a native machine runs.
+#
+# A command runs in private mount and PID namespaces (unshare): /proc, /sys,
+# /dev, a tmpfs on /run (ip netns needs it) and, when the host has it,
+# /usr/local/cuda (read-only, so every tier builds libhcg against the same
+# NCCL) are mounted for it alone, and when it ends every process it started
+# ends with it, and so do the mounts. Nothing is ever mounted in the host's
+# namespace, so removing a root never reaches the host's /sys or /dev.
+#
+# The tree is copied (rsync, the files git does not ignore) to /hcg/src in
+# the root (HCG_TIER_SRC picks another directory, so that two checkouts can
+# share a root); build directories there are kept between runs. The
+# command sees a clean environment plus the HCG_* variables of the caller
+# and HCG_TIER=TIER. Must run as root.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+roots=${HCG_ROOTS:-/var/cache/hcg/roots}
+mirror=${HCG_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+die() {
+  echo "tier: $*" >&2
+  exit 1
+}
+
+# TIER -> Debian suite.
+suite_of() {
+  case $1 in
+  debian12) echo bookworm ;;
+  debian13) echo trixie ;;
+  sid) echo sid ;;
+  *) return 1 ;;
+  esac
+}
+
+# The tier this machine is, if it is one: its os-release's codename.
+host_tier() {
+  local codename=
+  # shellcheck disable=SC1091
+  [ -r /etc/os-release ] && codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  case $codename in
+  bookworm) echo debian12 ;;
+  trixie) echo debian13 ;;
+  sid) echo sid ;;
+  esac
+}
+
+# A root counts as made once debootstrap finished and the stamp is
+# written; one whose programs do not run (a half-removed root, a killed
+# dpkg) is made again.
+root_ok() {
+  [ -f "$1/etc/hcg-tier" ] && chroot "$1" /bin/true 2>/dev/null
+}
+
+make_root() { # TIER DIR
+  local tier=$1 dir=$2 suite
+  suite=$(suite_of "$tier")
+  command -v debootstrap >/dev/null ||
+    die "debootstrap is not installed (scripts/deps.sh installs it)"
+  local new=$dir.new
+  rm -rf --one-file-system "$new"
+  echo "tier: making the $tier root ($suite) in $dir with debootstrap" >&2
+  # minbase: apt, dpkg and the essential packages, nothing else; the rest
+  # comes from scripts/deps.sh, as on a fresh machine.
+  if ! debootstrap --variant=minbase --include=ca-certificates \
+    "$suite" "$new" "$mirror" >"$dir.debootstrap.log" 2>&1; then
+    tail -n 20 "$dir.debootstrap.log" >&2
+    rm -rf --one-file-system "$new"
+    die "debootstrap $suite failed (log: $dir.debootstrap.log)"
+  fi
+  if [ "$suite" = sid ]; then
+    # The registry serves sid with a Release file past its Valid-Until
+    # date; apt refuses it unless told. Only this root is told.
+    cat >"$new/etc/apt/apt.conf.d/90hcg-sid-valid-until" <<'EOF'
+// hcg's sid tier: Debian's registry serves sid with an expired Release file.
+Acquire::Check-Valid-Until "false";
+EOF
+  fi
+  # No daemon may start while packages install (slurmd, munge): a root is
+  # not a booted system.
+  printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d"
+  chmod 755 "$new/usr/sbin/policy-rc.d"
+  echo "$tier $suite $(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$new/etc/hcg-tier"
+  rm -rf --one-file-system "$dir"
+  mv "$new" "$dir"
+}
+
+ensure_root() { # TIER -> prints the root's path
+  local tier=$1
+  suite_of "$tier" >/dev/null || die "unknown tier '$tier' (tiers: debian12 debian13 sid)"
+  [ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and mounts need it)"
+  mkdir -p "$roots"
+  local dir=$roots/$tier
+  # One maker at a time per root; a second run waits for the first.
+  exec 9>"$roots/$tier.lock"
+  flock -w 1800 9 || die "$roots/$tier.lock is held by another run"
+  if ! root_ok "$dir"; then
+    [ -e "$dir" ] && echo "tier: the $tier root in $dir is broken: making it again" >&2
+    make_root "$tier" "$dir"
+  fi
+  # The name lookups of the host (the node's own name, the registry).
+  cp -f /etc/hosts "$dir/etc/hosts"
+  cp -f /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
+  echo "$dir"
+}
+
+sync_tree() { # ROOT DEST
+  local dest=$1$2
+  command -v rsync >/dev/null || die "rsync is not installed (scripts/deps.sh installs it)"
+  mkdir -p "$dest"
+  # Every file git does not ignore, as a fresh clone plus the caller's
+  # changes; ignored files on the other side (the builds) are kept.
+  rsync -a --delete --filter=':- .gitignore' --exclude=/.git "$src/" "$dest/"
+}
+
+# Runs CMD in ROOT, in DIR, in new mount and PID namespaces.
+enter() { # ROOT DIR CMD...
+  local root=$1 dir=$2
+  shift 2
+  local -a envs=(HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}"
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    HCG_TIER="$tier")
+  local v
+  while IFS='=' read -r v _; do
+    case $v in
+    HCG_TIER | HCG_PLATFORMS | HCG_ROOTS | HCG_TIER_SRC) ;;
+    HCG_*) envs+=("$v=${!v}") ;;
+    esac
+  done < <(env)
+  # --kill-child: when unshare goes (a step's time limit), the namespace's
+  # first process gets SIGKILL, and with it every process of the tier.
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  unshare --mount --pid --fork --kill-child --propagation private -- \
+    /bin/bash -c '
+      set -e
+      root=$1 dir=$2
+      shift 2
+      mount -t proc proc "$root/proc"
+      mount --rbind /sys "$root/sys"
+      mount --rbind /dev "$root/dev"
+      mount -t tmpfs -o mode=755 tmpfs "$root/run"
+      mkdir -p "$root/run/lock"
+      if [ -d /usr/local/cuda/include ]; then
+        mkdir -p "$root/usr/local/cuda"
+        mount --bind /usr/local/cuda/ "$root/usr/local/cuda"
+        mount -o remount,bind,ro "$root/usr/local/cuda"
+      fi
+      exec chroot "$root" /usr/bin/env -i "$@"
+    ' tier "$root" "$dir" "${envs[@]}" /bin/bash -c 'cd "$0" && exec "$@"' "$dir" "$@"
+}
+
+tier=
+cmd=${1:-}
+case $cmd in
+list)
+  host=$(host_tier)
+  for t in debian12 debian13 sid; do
+    note=
+    [ "$t" = "$host" ] && note=" (this host)"
+    root_ok "$roots/$t" 2>/dev/null && note="$note (root: $roots/$t)"
+    echo "$t $(suite_of "$t")$note"
+  done
+  ;;
+root)
+  tier=${2:?usage: tier.sh root TIER}
+  ensure_root "$tier"
+  ;;
+run | shell)
+  tier=${2:?usage: tier.sh $cmd TIER [CMD...]}
+  shift 2
+  root=$(ensure_root "$tier")
+  dir=${HCG_TIER_SRC:-/hcg/src}
+  case $dir in /*) ;; *) die "HCG_TIER_SRC='$dir' must be an absolute path" ;; esac
+  sync_tree "$root" "$dir"
+  if [ "$cmd" = shell ]; then
+    enter "$root" "$dir" /bin/bash -i
+  elif [ $# -eq 0 ]; then
+    enter "$root" "$dir" scripts/test-all.sh
+  else
+    enter "$root" "$dir" "$@"
+  fi
+  ;;
+*)
+  echo "usage: tier.sh list | root TIER | run TIER [CMD...] | shell TIER" >&2
+  exit 2
+  ;;
+esac
