@@ -190,9 +190,11 @@ def main() -> int:
     arg = sys.argv[5] if len(sys.argv) > 5 else ""
     try:
         import torch.distributed as dist
+        import hcg.torch as ht
 
         timeout = datetime.timedelta(seconds=60)
-        store = dist.TCPStore("127.0.0.1", port, world, rank == 0, timeout)
+        # hcg's TCPStore opens whether or not this torch has libuv.
+        store = ht.tcp_store("127.0.0.1", port, world, rank == 0, timeout)
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
                                 timeout=timeout)
         from hcg.torch._base import STATE

@@ -15,7 +15,7 @@ clear message when PyTorch or torch.distributed is missing.
 See doc/torch.md.
 """
 
-from ._base import TorchUnavailableError
+from ._base import TorchUnavailableError, tcp_store
 from .bridge import ColocatedBridge, NonColocatedBridge
 from .collection import (ATTRIBUTES, GroupFactory, MultiModuleCollection,
                          ProcessGroups, new_collection, new_collections,
@@ -27,4 +27,4 @@ __all__ = ["ATTRIBUTES", "ColocatedBridge", "GroupFactory", "HyperCommGrid",
            "NonColocatedBridge",
            "MultiModuleCollection", "ProcessGroups", "TorchUnavailableError",
            "init", "new_collection", "new_collections",
-           "new_multimodule_collection"]
+           "new_multimodule_collection", "tcp_store"]

@@ -1,12 +1,13 @@
 """What every part of hcg.torch shares: the lazy torch import, the error
-for a missing torch, timeouts, and the rendezvous state init() records."""
+for a missing torch, timeouts, TCPStores that open on every torch, and the
+rendezvous state init() records."""
 
 from __future__ import annotations
 
 import datetime
 import os
 import threading
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from ..errors import HcgError, Status
 
@@ -68,6 +69,56 @@ def group_timeout(timeout: Any) -> datetime.timedelta:
     if timeout is not None:
         return timeout_of(timeout)
     return STATE.timeout or timeout_of(None)
+
+
+_store_lock = threading.Lock()
+#: Keyword arguments every TCPStore hcg opens gets (see _store_kwargs).
+_store_kw: Optional[Dict[str, Any]] = None
+
+
+def _store_kwargs(d: Any) -> Dict[str, Any]:
+    """What a TCPStore needs to open on this torch, detected once.
+
+    torch 2.4 and later take ``use_libuv`` and default it to True, but a
+    torch built without libuv (Debian's 2.6 and 2.14) refuses that default
+    in every TCPStore, server or client. Whether the argument exists is
+    read from the constructor's signature; where it does, a throwaway
+    server on a free loopback port tells whether torch's default opens.
+    When it does not and one with ``use_libuv=False`` does, every store
+    hcg opens asks for that. The check is the feature itself, never a
+    version number."""
+    global _store_kw
+    with _store_lock:
+        if _store_kw is None:
+            _store_kw = {}
+            if "use_libuv" in (d.TCPStore.__init__.__doc__ or ""):
+                if not _opens(d, {}) and _opens(d, {"use_libuv": False}):
+                    _store_kw = {"use_libuv": False}
+        return dict(_store_kw)
+
+
+def _opens(d: Any, kwargs: Dict[str, Any]) -> bool:
+    try:
+        probe = d.TCPStore("127.0.0.1", 0, 1, True,
+                           datetime.timedelta(seconds=10),
+                           wait_for_workers=False, **kwargs)
+    except Exception:  # pylint: disable=broad-except
+        return False
+    del probe  # its server thread ends with it
+    return True
+
+
+def tcp_store(host: str, port: int, world_size: Optional[int],
+              is_master: bool, timeout: datetime.timedelta,
+              wait_for_workers: bool = True) -> Any:
+    """A ``torch.distributed.TCPStore`` (server when ``is_master``, else a
+    client of HOST:PORT) that opens on this torch whether or not it was
+    built with libuv. Arguments as TCPStore's. torch's own errors (a port
+    in use, a server that never answers) are raised as they come; callers
+    turn them into :class:`hcg.HcgError` with what they were doing."""
+    d = dist()
+    return d.TCPStore(host, port, world_size, is_master, timeout,
+                      wait_for_workers=wait_for_workers, **_store_kwargs(d))
 
 
 class _State:

@@ -32,7 +32,7 @@ import threading
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import HcgError, Status
-from ._base import STATE, dist
+from ._base import STATE, dist, tcp_store
 
 #: Most groups a rank connects at once on the constructor path. Measured
 #: with bench_torch's collection at 32 tasks on 2 CPUs (7 shared groups per
@@ -188,7 +188,7 @@ def _constructed(d: Any, order: Sequence[GroupSpec], rank: int) -> Dict[str, Any
         if base is None:
             return c10d._get_default_store()
         if clients.store is None:
-            clients.store = d.TCPStore(base[0], base[1], None, False, timeout)
+            clients.store = tcp_store(base[0], base[1], None, False, timeout)
         return clients.store
 
     def fresh(prefix: str) -> Any:
@@ -196,7 +196,7 @@ def _constructed(d: Any, order: Sequence[GroupSpec], rank: int) -> Dict[str, Any
         may be unusable."""
         try:
             client = (c10d._get_default_store() if base is None else
-                      d.TCPStore(base[0], base[1], None, False,
+                      tcp_store(base[0], base[1], None, False,
                                  datetime.timedelta(seconds=10)))
             return d.PrefixStore(prefix, client)
         except Exception:

@@ -20,7 +20,7 @@ from typing import Any, Optional, Tuple
 from .. import _lib
 from ..env import TaskEnv, from_environ, in_task
 from ..errors import HcgError, Status, from_c
-from ._base import STATE, dist, timeout_of
+from ._base import STATE, dist, tcp_store, timeout_of
 
 #: Room for "ADDRESS:PORT" in the broadcast (an IPv6 address and a port fit).
 _ADDR_BYTES = 256
@@ -93,20 +93,19 @@ def _no_pmix(exc: HcgError) -> HcgError:
 
 
 def _store(task: TaskEnv, timeout: Any) -> Tuple[Any, str, int]:
-    d = dist()
     master = task.rank == 0
     addr = os.environ.get("MASTER_ADDR") or None
     port = _env_int("MASTER_PORT")
     if addr is not None and port is not None:
         if not 0 < port < 65536:
             raise HcgError(Status.EENV, "MASTER_PORT=%d is not a TCP port" % port)
-        return (d.TCPStore(addr, port, task.world_size, master, timeout), addr, port)
+        return (tcp_store(addr, port, task.world_size, master, timeout), addr, port)
     store = None
     if master:
         host = addr or _own_address()
         # Port 0: the kernel picks a free port. Rank 0 must not wait for the
         # others here: they learn the port only after it is published.
-        store = d.TCPStore(host, 0, task.world_size, True, timeout,
+        store = tcp_store(host, 0, task.world_size, True, timeout,
                            wait_for_workers=False)
         payload = ("%s:%d" % (host, store.port)).encode()
     else:
@@ -117,7 +116,7 @@ def _store(task: TaskEnv, timeout: Any) -> Tuple[Any, str, int]:
         raise HcgError(Status.EPMIX, "rank 0 published no usable store "
                        "address (got %r)" % got)
     if store is None:
-        store = d.TCPStore(host, int(text), task.world_size, False, timeout)
+        store = tcp_store(host, int(text), task.world_size, False, timeout)
     return store, host, int(text)
 
 
