@@ -4,10 +4,13 @@ rendezvous state init() records."""
 
 from __future__ import annotations
 
+import atexit
+import ctypes
 import datetime
 import os
 import threading
-from typing import Any, Dict, Optional, Tuple
+import weakref
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import HcgError, Status
 
@@ -119,6 +122,69 @@ def tcp_store(host: str, port: int, world_size: Optional[int],
     d = dist()
     return d.TCPStore(host, port, world_size, is_master, timeout,
                       wait_for_workers=wait_for_workers, **_store_kwargs(d))
+
+
+_kept_lock = threading.Lock()
+#: The backends of the groups hcg made, one list per live group (emptied
+#: when the group goes): see keep_backends.
+_kept: List[List[Any]] = []
+_kept_atexit = False
+
+
+def keep_backends(pg: Any) -> None:
+    """Makes sure the backends of ``pg`` (a torch 2.x process group, which
+    wraps them) are never destroyed while the GIL is held.
+
+    torch frees a ``ProcessGroupGloo`` or ``ProcessGroupNCCL`` without the
+    GIL when the last reference to it is a Python one, but the 2.x
+    ``ProcessGroup`` wrapper frees its backends with the GIL held. Gloo's
+    destructor waits for its worker threads, and a worker that just ran a
+    collective may be freeing the tensor of it, whose Python object needs
+    the GIL: the process hangs (seen at the end of a test on torch 2.6, as
+    often as the machine was busy). So hcg keeps a Python reference to each
+    backend and drops it only after the group itself is gone: the backend
+    is then freed without the GIL. At exit, the backends of groups still
+    alive are left to the operating system rather than freed during the
+    interpreter's shutdown. On torch 1.x a group is its backend: nothing
+    to do."""
+    global _kept_atexit
+    getter = getattr(pg, "_get_backend", None)
+    if getter is None:
+        return
+    import torch  # type: ignore[import]
+
+    types = getattr(pg, "_device_types", None)
+    names = [str(t) for t in types] if types else ["cpu", "cuda"]
+    backends: List[Any] = []
+    for name in names:
+        try:
+            backend = getter(torch.device(name))
+        except Exception:  # pylint: disable=broad-except
+            continue  # no backend for that device
+        if backend is not None and all(backend is not b for b in backends):
+            backends.append(backend)
+    if not backends:
+        return
+    # Called once the group's own object is gone (its weak references are
+    # cleared after its C++ side was freed); not at exit (see below).
+    weakref.finalize(pg, backends.clear).atexit = False
+    with _kept_lock:
+        _kept[:] = [k for k in _kept if k]
+        _kept.append(backends)
+        if not _kept_atexit:
+            atexit.register(_leave_at_exit)
+            _kept_atexit = True
+
+
+def _leave_at_exit() -> None:
+    """At exit, the groups still alive die during the interpreter's
+    shutdown, in no order hcg controls: their backends get one more
+    reference that is never dropped, so none is freed with the GIL held.
+    The process's exit reclaims them."""
+    with _kept_lock:
+        alive = [b for k in _kept for b in k]
+    if alive:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(alive))
 
 
 class _State:

@@ -48,7 +48,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import HcgError, Status
 from . import _meet
-from ._base import STATE, dist, tcp_store
+from ._base import STATE, dist, keep_backends, tcp_store
 
 #: Most groups a rank connects at once. Measured with bench_torch's
 #: collection at 32 tasks on 2 CPUs (7 shared groups per rank, torch 1.13):
@@ -375,6 +375,7 @@ class _Build:
                 Status.EIO, "%s: %s" % (what, _meet.first_line(exc)))
             self.report(err)
             raise err from None
+        keep_backends(pg)
         with self.lock:
             self.finished[s.key] = pg
         return pg

@@ -24,7 +24,8 @@ from .. import _lib
 from ..env import TaskEnv, from_environ, in_task
 from ..errors import HcgError, PeerError, Status, from_c
 from . import _meet
-from ._base import MAX_TIMEOUT_S, STATE, dist, tcp_store, timeout_of
+from ._base import (MAX_TIMEOUT_S, STATE, dist, keep_backends, tcp_store,
+                    timeout_of)
 from ._meet import first_line
 
 #: Room for what rank 0 broadcasts: "ADDRESS:PORT", or its failure.
@@ -253,6 +254,7 @@ def _start(d: Any, task: TaskEnv, backend: str, t: datetime.timedelta,
                                     time.monotonic() - start)
         _meet.report(meeting, task.rank, err)
         raise err from None
+    keep_backends(d.distributed_c10d._get_default_group())
     return host, port
 
 
