@@ -215,12 +215,11 @@ def _start(d: Any, task: TaskEnv, backend: str, t: datetime.timedelta,
     failed says so), then torch's init_process_group."""
     global _inits
     deadline = time.monotonic() + t.total_seconds()
-    addr, port = os.environ.get("MASTER_ADDR") or None, None
-    if problem is None:
-        try:
-            addr, port = _master_vars()
-        except HcgError as exc:
-            problem = exc
+    try:
+        addr, port = _master_vars()
+    except HcgError as exc:  # a MASTER_PORT that is no port
+        addr, port = os.environ.get("MASTER_ADDR") or None, None
+        problem = problem or exc
     store, host, port = _store(task, t, deadline, problem, addr, port)
     what = ("the default process group (%d ranks, store %s:%d)"
             % (task.world_size, host, port))
