@@ -142,26 +142,37 @@ enter() { # ROOT DIR CMD...
     HCG_*) envs+=("$v=${!v}") ;;
     esac
   done < <(env)
+  # The host's CUDA (with NCCL) as /usr/local/cuda, and the loader's path
+  # to its libraries (the host's, under that name), as on the host.
+  local cuda= conf=$root/etc/ld.so.conf.d/zz-hcg-cuda.conf
+  [ -d /usr/local/cuda/include ] && cuda=$(readlink -f /usr/local/cuda)
+  if [ -n "$cuda" ]; then
+    { grep -hs "^$cuda/" /etc/ld.so.conf.d/*.conf || echo "$cuda/lib64"; } |
+      sed "s|^$cuda/|/usr/local/cuda/|" >"$conf"
+  else
+    rm -f "$conf"
+  fi
   # --kill-child: when unshare goes (a step's time limit), the namespace's
   # first process gets SIGKILL, and with it every process of the tier.
   # shellcheck disable=SC2016 # expanded by the inner shell
   unshare --mount --pid --fork --kill-child --propagation private -- \
     /bin/bash -c '
       set -e
-      root=$1 dir=$2
-      shift 2
+      root=$1 dir=$2 cuda=$3
+      shift 3
       mount -t proc proc "$root/proc"
       mount --rbind /sys "$root/sys"
       mount --rbind /dev "$root/dev"
       mount -t tmpfs -o mode=755 tmpfs "$root/run"
       mkdir -p "$root/run/lock"
-      if [ -d /usr/local/cuda/include ]; then
+      if [ -n "$cuda" ]; then
         mkdir -p "$root/usr/local/cuda"
-        mount --bind /usr/local/cuda/ "$root/usr/local/cuda"
+        mount --bind "$cuda" "$root/usr/local/cuda"
         mount -o remount,bind,ro "$root/usr/local/cuda"
       fi
+      chroot "$root" /sbin/ldconfig
       exec chroot "$root" /usr/bin/env -i "$@"
-    ' tier "$root" "$dir" "${envs[@]}" /bin/bash -c 'cd "$0" && exec "$@"' "$dir" "$@"
+    ' tier "$root" "$dir" "$cuda" "${envs[@]}" /bin/bash -c 'cd "$0" && exec "$@"' "$dir" "$@"
 }
 
 tier=
