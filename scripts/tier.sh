@@ -197,6 +197,11 @@ run | shell)
   root=$(ensure_root "$tier")
   dir=${HCG_TIER_SRC:-/hcg/src}
   case $dir in /*) ;; *) die "HCG_TIER_SRC='$dir' must be an absolute path" ;; esac
+  # One run at a time in one copy: a second would rewrite the tree and the
+  # builds under the first.
+  exec 8>"$roots/$tier$(tr / . <<<"$dir").lock"
+  flock -n 8 || die "another run is using $dir in the $tier root;" \
+    "wait for it, or give this one its own copy with HCG_TIER_SRC=/hcg/NAME"
   sync_tree "$root" "$dir"
   if [ "$cmd" = shell ]; then
     enter "$root" "$dir" /bin/bash -i
