@@ -265,6 +265,8 @@ _cluster_net_up() { # NODES
   ip link add "$CLUSTER_BRIDGE" type bridge &&
     ip addr add "$CLUSTER_ADDR/24" dev "$CLUSTER_BRIDGE" &&
     ip link set "$CLUSTER_BRIDGE" up || return 1
+  # nsenter rather than `ip -n`, which remounts "/" and so fails in a
+  # chroot (the tiers of scripts/tier.sh).
   for k in $(seq 2 "$1"); do
     # hcgn2 keeps the names two-node clusters always had.
     ns=$CLUSTER_NETNS veth=hcgv$id
@@ -275,9 +277,10 @@ _cluster_net_up() { # NODES
       ip link set "${veth}a" master "$CLUSTER_BRIDGE" &&
       ip link set "${veth}a" up &&
       ip link set "${veth}b" netns "$ns" &&
-      ip -n "$ns" addr add "$CLUSTER_NET_PREFIX.$k/24" dev "${veth}b" &&
-      ip -n "$ns" link set "${veth}b" up &&
-      ip -n "$ns" link set lo up || return 1
+      nsenter --net="/run/netns/$ns" \
+        ip addr add "$CLUSTER_NET_PREFIX.$k/24" dev "${veth}b" &&
+      nsenter --net="/run/netns/$ns" ip link set "${veth}b" up &&
+      nsenter --net="/run/netns/$ns" ip link set lo up || return 1
   done
 }
 
@@ -295,22 +298,68 @@ _cluster_net_down() {
   rm -f "$CLUSTER_DIR/run/net"
 }
 
+# How a node after the first gets its mount namespace (unshare's
+# propagation option), or nothing when it cannot. In a chroot (the tiers of
+# scripts/tier.sh) "/" is no mount point and unshare cannot make it
+# private; where the mount holding the cluster's directory is private
+# already (a tier runs in a namespace whose mounts were all made private,
+# and says so in HCG_TIER), a new namespace's mounts reach no other, so
+# propagation is left unchanged.
+_cluster_propagation() { # [DIR]
+  local prop
+  if unshare --mount --propagation private true 2>/dev/null; then
+    echo private
+    return
+  fi
+  prop=$(findmnt -no PROPAGATION --target "${1:-/tmp}" 2>/dev/null)
+  if { [ "$prop" = private ] || { [ -z "$prop" ] && [ -n "${HCG_TIER:-}" ]; }; } &&
+    unshare --mount --propagation unchanged true 2>/dev/null; then
+    echo unchanged
+  fi
+}
+
+# Why nodes after the first cannot run here, or nothing (for tests that
+# start a cluster of several nodes).
+cluster_multinode_unavailable() {
+  command -v ip >/dev/null && command -v nsenter >/dev/null &&
+    command -v unshare >/dev/null || {
+    echo "needs ip, nsenter and unshare"
+    return
+  }
+  local probe=hcgprobe$$
+  { ip netns add "$probe" && ip netns del "$probe"; } 2>/dev/null || {
+    echo "network namespaces are not available here"
+    return
+  }
+  [ -n "$(_cluster_propagation)" ] ||
+    echo "mount namespaces are not available here"
+}
+
 # The namespace of node K (2 ..).
 _cluster_netns_of() { # K
   if [ "$1" = 2 ]; then echo "$CLUSTER_NETNS"; else echo "$CLUSTER_NETNS-$1"; fi
 }
 
-# topology.conf for CLUSTER_TOPOLOGY (see the top of this file). The nodes
-# are taken in the order Slurm gives a step's nodes (a sorted host list:
-# hcgn2, hcgn3, hcgn4 before vm), so that a domain is consecutive nodes of
-# a step, as hcg check --domain-size models them.
+# The cluster's nodes as a sorted Slurm host list orders them: by the name
+# before the trailing number, then by that number (hcgn2, hcgn3, hcgn4, vm).
+_cluster_sorted_nodes() {
+  local n
+  for n in ${CLUSTER_NODES//,/ }; do
+    [[ $n =~ ^(.*[^0-9])?([0-9]*)$ ]]
+    printf '%s\t%s\t%s\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]:-0}" "$n"
+  done | LC_ALL=C sort -t "$(printf '\t')" -k1,1 -k2,2n | cut -f3
+}
+
+# topology.conf for CLUSTER_TOPOLOGY (see the top of this file). Its nodes,
+# and slurm.conf's, are in sorted order: Slurm gives a step its nodes in
+# slurm.conf's order or in sorted order, depending on the version and the
+# topology plugin (22.05 sorts; 24.11 with topology/block does not), and
+# a domain must be consecutive nodes of a step, as hcg check
+# --domain-size models them.
 _cluster_write_topology() {
   local per=${CLUSTER_BLOCK_NODES:-2} kind=$CLUSTER_TOPOLOGY
   local -a nodes
-  local conf=$CLUSTER_DIR/etc/slurm.conf sorted
-  sorted=$(SLURM_CONF=$conf scontrol show hostlistsorted "$CLUSTER_NODES") &&
-    mapfile -t nodes < <(SLURM_CONF=$conf scontrol show hostnames "$sorted") ||
-    return 1
+  mapfile -t nodes < <(_cluster_sorted_nodes)
   local i k=0 members
   {
     echo "# hcg test cluster: written by tests/cluster/cluster.sh"
@@ -387,15 +436,22 @@ MinJobAge=2
 MessageTimeout=20
 MailProg=/bin/true
 TmpFS=$d/tmp
-NodeName=$CLUSTER_NODE NodeAddr=$CLUSTER_ADDR NodeHostname=$CLUSTER_NODE CPUs=2 State=UNKNOWN
 CONF
-  local k
+  # The nodes, in sorted order where there is a topology (see
+  # _cluster_write_topology).
+  local k n
+  local -a order=("$CLUSTER_NODE")
   for k in $(seq 2 "${CLUSTER_NODE_COUNT:-1}"); do
-    [ -n "${CLUSTER_ADDR2:-}" ] || break
-    echo "NodeName=hcgn$k NodeAddr=$CLUSTER_NET_PREFIX.$k CPUs=2 State=UNKNOWN" \
-      >>"$d/etc/slurm.conf"
+    [ -n "${CLUSTER_ADDR2:-}" ] && order+=("hcgn$k")
   done
-
+  [ -z "${CLUSTER_TOPOLOGY:-}" ] || mapfile -t order < <(_cluster_sorted_nodes)
+  for n in "${order[@]}"; do
+    if [ "$n" = "$CLUSTER_NODE" ]; then
+      echo "NodeName=$CLUSTER_NODE NodeAddr=$CLUSTER_ADDR NodeHostname=$CLUSTER_NODE CPUs=2 State=UNKNOWN"
+    else
+      echo "NodeName=$n NodeAddr=$CLUSTER_NET_PREFIX.${n#hcgn} CPUs=2 State=UNKNOWN"
+    fi
+  done >>"$d/etc/slurm.conf"
   echo "PartitionName=$CLUSTER_PARTITION Nodes=$CLUSTER_NODES Default=YES" \
     "MaxTime=INFINITE State=UP OverSubscribe=FORCE" >>"$d/etc/slurm.conf"
   if [ -n "${CLUSTER_TOPOLOGY:-}" ]; then
@@ -434,7 +490,8 @@ _cluster_start_daemons() {
   slurmd -D -f "$d/etc/slurm.conf" -N "$CLUSTER_NODE" </dev/null \
     >>"$CLUSTER_LOGS/slurmd.out" 2>&1 &
   CLUSTER_SLURMD_PID=$!
-  local k
+  local k propagation
+  propagation=$(_cluster_propagation "$d/tmp")
   CLUSTER_SLURMD_MORE_PIDS=
   for k in $(seq 2 "${CLUSTER_NODE_COUNT:-1}"); do
     [ -n "${CLUSTER_ADDR2:-}" ] || break
@@ -446,7 +503,7 @@ _cluster_start_daemons() {
     chmod 1777 "$d/tmp-hcgn$k"
     # shellcheck disable=SC2016 # expanded by that sh
     nsenter --net="/run/netns/$(_cluster_netns_of "$k")" \
-      unshare --mount --propagation private \
+      unshare --mount --propagation "$propagation" \
       sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh \
       "$d/tmp-hcgn$k" "$d/tmp" \
       slurmd -D -f "$d/etc/slurm.conf" -N "hcgn$k" \

@@ -8,15 +8,13 @@
 # teardown_file. A Slurm without the topology plugin skips every test,
 # saying so (a plugin file is looked for, not a version).
 
-# Why this file cannot run here, or empty (twonode.bash's reasons, and the
-# topology plugin).
+# Why this file cannot run here, or empty: namespaces for the nodes (also
+# in a tier's chroot, see cluster.sh), and the topology plugin.
 fournode_unavailable() {
   [ -n "${HCG_BUILD:-}" ] || { echo "run through tests/cluster/run.sh"; return; }
-  command -v ip >/dev/null && command -v nsenter >/dev/null &&
-    command -v unshare >/dev/null || { echo "needs ip, nsenter and unshare"; return; }
-  local probe=hcgprobe$$
-  { ip netns add "$probe" && ip netns del "$probe" && unshare --mount true; } \
-    2>/dev/null || { echo "network or mount namespaces are not available here"; return; }
+  local why
+  why=$(cluster_multinode_unavailable)
+  [ -z "$why" ] || { echo "$why"; return; }
   cluster_has_topology "$CLUSTER_TOPOLOGY" ||
     echo "this Slurm ($(srun --version 2>/dev/null)) has no topology/$CLUSTER_TOPOLOGY plugin (topology_$CLUSTER_TOPOLOGY.so)"
 }
