@@ -825,6 +825,11 @@ int hcg_ctx_stage(const hcg_ctx *ctx, int grid, int *is_first, int *is_last);
  * not on the site's intra_node_dims list, a shared view dim (ask the base),
  * a rank outside the grid, or NULL). */
 int hcg_ctx_node_local(const hcg_ctx *ctx, int grid, int view, int dim);
+/* The same for the step's NVLink domain (HCG_<GRID>[_<VIEW>]_<DIM>
+ * _DOMAIN_LOCAL): 1 inside one domain, 0 crossing domains, -1 not known
+ * (no topology with domains, a dim not on the site's intra_domain_dims
+ * list, placement=off, and as above). */
+int hcg_ctx_domain_local(const hcg_ctx *ctx, int grid, int view, int dim);
 
 /* Counters of a context, for tests and diagnostics. */
 typedef struct hcg_ctx_stats {
