@@ -7,7 +7,7 @@
 #   3. the same tests built with AddressSanitizer + UBSan
 #   4. the unit tests and the hcg command under valgrind
 #   5. the Python binding's tests (contrib/python), make distcheck
-#   6. the fuzzers (layout, plugstack arguments, hand-over) for HCG_FUZZ_SECONDS (default 60, split)
+#   6. the fuzzers (layout, plugstack arguments, hand-over, domains) for HCG_FUZZ_SECONDS (default 60, split)
 #   7. the integration tests on a private Slurm cluster (plugin, libhcg)
 # Safe to run twice; builds go to build/, build-asan/ in the source tree.
 set -euo pipefail
@@ -113,7 +113,7 @@ step "tests under AddressSanitizer + UBSan" check_in build-asan
 step "tests under valgrind" valgrind_suite
 step "Python binding (contrib/python)" contrib/python/run-tests.sh "$src/build"
 step "make distcheck" make -C build -j"$jobs" distcheck
-step "fuzz the layout parser, plugstack arguments, hand-over (${HCG_FUZZ_SECONDS:-60} s)" \
+step "fuzz the layout parser, plugstack arguments, hand-over, domains (${HCG_FUZZ_SECONDS:-60} s)" \
   env HCG_FUZZ_DIR="$src/build/fuzz" tests/fuzz/run-fuzz.sh "${HCG_FUZZ_SECONDS:-60}"
 step "integration tests on a private Slurm cluster" tests/cluster/run.sh "$src/build"
 print_summary
