@@ -256,6 +256,8 @@ int hcgp_step_node(const struct hcgp_step *s, int rank) {
   long long k = rank - dealt_before(s, lo);
   if (s->sorted[0] >= P * (lo + 1))
     return (int)(k / P); /* a full round: every node takes plane tasks */
+  if (s->sorted[0] == s->sorted[s->nnodes - 1])
+    return (int)(k / (s->sorted[0] - P * lo)); /* equal counts: the rest */
   for (int i = 0; i < s->nnodes; i++) {
     long long left = s->counts[i] - P * lo;
     long long take = left < 0 ? 0 : left < P ? left : P;

@@ -47,9 +47,9 @@ static int first_crossing(const hcg_layout *L, const char *dims,
   for (int g = 0; g < hcg_layout_num_grids(L); g++)
     for (int v = 0; v < hcg_grid_num_views(L, g); v++)
       for (int d = 0; d < hcg_view_num_dims(L, g, v); d++) {
-        if ((v && hcg_dim_shared(L, g, v, d)) ||
+        if ((v && hcg_dim_shared(L, g, v, d)) || hcg_dim_size(L, g, v, d) < 2 ||
             !hcg_placement_dim_listed(dims, hcg_dim_name(L, g, v, d)))
-          continue;
+          continue; /* a group of one rank never crosses */
         hcg_request req = {g, v, 1u << d};
         int groups = hcg_request_num_groups(L, &req);
         for (int o = 0; o < groups; o++) {
@@ -69,12 +69,15 @@ static int first_crossing(const hcg_layout *L, const char *dims,
 
 int hcgp_domain_check(const hcg_layout *L, const char *dims, const int *local,
                       int nlocal, hcg_node_fn where, void *warg,
-                      hcg_node_fn mine, void *marg,
+                      hcg_node_fn mine, void *marg, int may_speak,
                       struct hcgp_node_check *out) {
   int rc =
       hcgp_level_check(L, dims, local, nlocal, where, warg, mine, marg, out);
   hcg_placement_verdict first;
-  if (rc || !out->crossing || first_crossing(L, dims, where, warg, &first) < 1)
+  if (!rc && !may_speak)
+    out->speak = 0;
+  if (rc || !may_speak || !out->crossing ||
+      first_crossing(L, dims, where, warg, &first) < 1)
     return rc;
   out->example = first;
   out->speak = mine(marg, first.group.first) >= 0;

@@ -51,12 +51,14 @@ int hcgp_level_check(const hcg_layout *layout, const char *dims,
  * the domain of every rank of the step, the example is the step's first
  * crossing group (dims in layout order, groups in order), the same on
  * every node, so that exactly one node speaks. Finding it costs up to the
- * listed dims' grid sizes in lookups; past HCGP_FIRST_CROSSING_MAX the
- * node's own example and rule are kept. */
+ * listed dims' grid sizes in lookups, so only the task that would speak
+ * (may_speak: the node's first) looks, and only when something crosses;
+ * past HCGP_FIRST_CROSSING_MAX the node's own example and rule are kept.
+ * With may_speak 0, speak is 0. */
 #define HCGP_FIRST_CROSSING_MAX (1L << 24)
 int hcgp_domain_check(const hcg_layout *layout, const char *dims,
                       const int *local, int nlocal, hcg_node_fn where,
-                      void *warg, hcg_node_fn mine, void *marg,
+                      void *warg, hcg_node_fn mine, void *marg, int may_speak,
                       struct hcgp_node_check *out);
 
 /* The step's line, without the "hcg: " prefix: what crosses (named as

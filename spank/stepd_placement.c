@@ -107,11 +107,11 @@ static int domain_level(spank_t sp, const hcg_layout *L,
   if (!local)
     return 0;
   if (hcgp_domain_check(L, dims, local, nlocal, hcgp_domains_domain_of, arg,
-                        on_this_node, sp, &check))
+                        on_this_node, sp, first_task(sp), &check))
     return -1;
   if (!check.crossing)
     return 0;
-  if (check.speak && first_task(sp)) {
+  if (check.speak) {
     char here[HCGP_NODE_NAME_MAX + 16], there[HCGP_NODE_NAME_MAX + 16];
     char suggestion[HCG_ERROR_MAX], line[3 * HCG_ERROR_MAX];
     hcgp_domains_name(dom, hcgp_domains_domain_of(arg, check.example.apart[0]),

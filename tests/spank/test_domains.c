@@ -130,6 +130,33 @@ START_TEST(step_layouts) {
   int d[] = {4, 4, 4};
   expect_layout(d, 3, HCG_DIST_PLANE, 2, "001122001122");
   expect_layout(d, 3, HCG_DIST_PLANE, 3, "000111222012");
+  expect_layout(d, 3, HCG_DIST_PLANE, 8, "000011112222"); /* plane > count */
+  /* Any counts: the same as dealing, round after round, up to `plane`
+   * tasks to each node with room left, as Slurm's step layout does. */
+  unsigned seed = 7;
+  for (int trial = 0; trial < 400; trial++) {
+    int counts[9], left[9], nodes = 1 + trial % 9, plane = 1 + trial % 5,
+                            world = 0, want[128], got;
+    for (int i = 0; i < nodes; i++) {
+      seed = seed * 1103515245u + 12345u;
+      counts[i] = left[i] = 1 + (int)((seed >> 16) % 12);
+      world += counts[i];
+    }
+    for (int r = 0; r < world;)
+      for (int i = 0; i < nodes; i++)
+        for (int k = 0; k < plane && left[i] > 0; k++, left[i]--)
+          want[r++] = i;
+    struct hcgp_step st;
+    ck_assert_int_eq(
+        hcgp_step_init(&st, counts, nodes, world,
+                       plane == 1 ? HCG_DIST_CYCLIC : HCG_DIST_PLANE, plane),
+        0);
+    for (int r = 0; r < world; r++)
+      ck_assert_msg((got = hcgp_step_node(&st, r)) == want[r],
+                    "trial %d rank %d: node %d, not %d", trial, r, got,
+                    want[r]);
+    hcgp_step_free(&st);
+  }
   /* Even spreads agree with hcg check's model (hcg_placement). */
   for (int world = 1; world <= 24; world++)
     for (int nodes = 1; nodes <= world; nodes++)
@@ -347,9 +374,15 @@ static int domain_speakers(const char *text, int policy, char *line,
     int own[2] = {2 * k, 2 * k + 1};
     struct stepd s = {&d, k};
     struct hcgp_node_check c;
+    struct hcgp_node_check quiet;
     ck_assert_int_eq(hcgp_domain_check(L, NULL, own, 2, hcgp_domains_domain_of,
-                                       &d, mine, &s, &c),
+                                       &d, mine, &s, 0, &quiet),
                      0);
+    ck_assert_int_eq(quiet.speak, 0);
+    ck_assert_int_eq(hcgp_domain_check(L, NULL, own, 2, hcgp_domains_domain_of,
+                                       &d, mine, &s, 1, &c),
+                     0);
+    ck_assert_int_eq(quiet.crossing, c.crossing);
     if (!c.speak)
       continue;
     speak++;
