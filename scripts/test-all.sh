@@ -14,7 +14,7 @@
 # libhcg, hcg.torch; two-node and heterogeneous steps included).
 # The machine's own tier also: deps.sh beside a held dpkg lock, libhcg's
 # NCCL code against older nccl.h, the ABI check, make distcheck and the
-# fuzzers (HCG_FUZZ_SECONDS, default 60, split among three targets): these
+# fuzzers (HCG_FUZZ_SECONDS, default 60, split among four targets): these
 # test the sources, not the stack.
 #
 # The summary gives each step's time and its tests and skips, then each
@@ -196,7 +196,7 @@ source_suite() {
     tests/runtime/nccl-compat.sh build
   step "ABI check: libhcg against abi/libhcg.abi (abidiff)" scripts/abi-check.sh build
   step "make distcheck" make -C build -j"$jobs" distcheck
-  step "fuzz the layout parser, plugstack arguments, hand-over (${HCG_FUZZ_SECONDS:-60} s)" \
+  step "fuzz the layout parser, plugstack arguments, hand-over, domains (${HCG_FUZZ_SECONDS:-60} s)" \
     env HCG_FUZZ_DIR="$src/build/fuzz" tests/fuzz/run-fuzz.sh "${HCG_FUZZ_SECONDS:-60}"
 }
 

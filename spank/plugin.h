@@ -16,6 +16,7 @@
  *   option.c      --hcg-layout, --hcg-placement: registration, callbacks
  *   het.c         heterogeneous steps, in srun and slurmstepd
  *   stepd_placement.c  slurmstepd: the placement check of the node
+ *   stepd_domains.c    slurmstepd: the step's NVLink domains, learnt once
  *   load.c        plugstack.conf arguments and the layout, as read by srun,
  *                 sbatch and salloc
  *   state.c       the process's state
@@ -23,6 +24,8 @@
  *   args.c        plugstack.conf parsing (pure C)      } libhcgspank.la,
  *   forward.c     srun -> slurmstepd hand-over (pure C) } also unit tested
  *   hetstep.c     heterogeneous steps (pure C)          }
+ *   placement.c   a node's placement check (pure C)     }
+ *   domains.c     the step's nodes, tasks, domains (pure C) }
  */
 #ifndef HCGP_PLUGIN_H
 #define HCGP_PLUGIN_H
@@ -31,6 +34,7 @@
 #include <stddef.h>
 
 #include "args.h"
+#include "domains.h"
 #include "hcg.h"
 
 /* Every message starts with this, whatever the context. */
@@ -78,6 +82,10 @@ struct hcgp_state {
   int placement_given;
   int placement;
   int placement_bad; /* a value other than warn or refuse reached us */
+
+  /* slurmstepd: the step's NVLink domains, learnt once (stepd_domains.c). */
+  int domains_learnt;
+  struct hcgp_domains domains;
 };
 
 extern struct hcgp_state hcgp_state;
@@ -143,6 +151,9 @@ int hcgp_alloc_post_opt(spank_t sp);
 int hcgp_slurmd_init(spank_t sp, int ac, char **av);
 int hcgp_slurmstepd_init(spank_t sp, int ac, char **av);
 int hcgp_slurmstepd_task_init(spank_t sp);
+/* slurmstepd user_init (once per step, before the tasks): learns the
+ * step's domains for them. Never fails. */
+int hcgp_slurmstepd_user_init(spank_t sp);
 
 /* ---- stepd_placement.c ------------------------------------------------- */
 struct hcgp_task;
@@ -152,5 +163,12 @@ int hcgp_placement_policy(void);
  * when the policy refuses the step (explained), -1 on an error (logged). */
 int hcgp_stepd_placement(spank_t sp, const hcg_layout *L,
                          const struct hcgp_task *t);
+/* The node's tasks by global id (malloc'd); NULL when Slurm does not say. */
+int *hcgp_local_tasks(spank_t sp, int *n);
+
+/* ---- stepd_domains.c ---------------------------------------------------- */
+/* The step's NVLink domains (domains.h), learnt on the first call. */
+const struct hcgp_domains *hcgp_stepd_domains(spank_t sp, const int *local,
+                                              int nlocal);
 
 #endif /* HCGP_PLUGIN_H */

@@ -16,6 +16,8 @@ struct explain_opts {
   int svg;  /* 1: --format svg */
   const hcg_placement *placement; /* --nodes/--tasks-per-node, or NULL */
   const char *dims;               /* --intra-node-dims, or NULL */
+  int domain_size;                /* --domain-size, or 0 */
+  const char *domain_dims;        /* --intra-domain-dims, or NULL */
 };
 
 int hcg_cli_explain(FILE *out, const hcg_layout *L,

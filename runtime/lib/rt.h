@@ -94,6 +94,8 @@ struct hcg_ctx {
   int grids[HCG_MAX_GRIDS]; /* grids holding the rank            */
   /* HCG_<GRID>[_<VIEW>]_<DIM>_LOCAL: 1, 0, or -1 when not set. */
   signed char node_local[HCG_MAX_GRIDS][1 + HCG_MAX_VIEWS][HCG_MAX_DIMS];
+  /* HCG_<GRID>[_<VIEW>]_<DIM>_DOMAIN_LOCAL: the same for NVLink domains. */
+  signed char domain_local[HCG_MAX_GRIDS][1 + HCG_MAX_VIEWS][HCG_MAX_DIMS];
   int ngrids;
   struct hcgrt_pmix *pmix; /* NULL without PMIx                   */
   long long epoch;         /* exchanges started (PMIx key epoch)  */

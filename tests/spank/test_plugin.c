@@ -879,6 +879,33 @@ START_TEST(task_forwarded_value_too_long) {
 }
 END_TEST
 
+/* user_init (slurmstepd, before the tasks) learns the step's NVLink
+ * domains and never fails, whatever Slurm answers; a task then still gets
+ * its variables, and no domain verdict this fake Slurm cannot support. */
+START_TEST(user_init_never_fails) {
+  entry_fn p_user_init =
+      (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_user_init");
+  ck_assert_ptr_nonnull(p_user_init);
+  remote_task("tp=4", 1);
+  task_env_set(FWD, "hcg1:7.3:world:world@0:tp=4");
+  task_env_set("SLURM_TOPOLOGY_ADDR_PATTERN", "block.node");
+  task_env_set("SLURM_TOPOLOGY_ADDR", "b1.n1");
+  task_env_set("SLURM_STEP_NODELIST", "n[1-");
+  ck_assert_int_eq(p_user_init(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(task_env("HCG_RANK"), "1");
+  ck_assert_int_eq(task_env_count("HCG_WORLD_TP_DOMAIN_LOCAL"), 0);
+  stop();
+  /* Without a layout, or in srun, nothing happens. */
+  remote_task(NULL, 0);
+  ck_assert_int_eq(p_user_init(sp, 0, NULL), 0);
+  stop();
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  ck_assert_int_eq(p_user_init(sp, 0, NULL), 0);
+  stop();
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("plugin");
   TCase *t = tcase_create("entry points");
@@ -909,6 +936,7 @@ static Suite *suite(void) {
   tcase_add_test(t, task_stale_variables_removed);
   tcase_add_test(t, task_refusals);
   tcase_add_test(t, task_forwarded_value_too_long);
+  tcase_add_test(t, user_init_never_fails);
   suite_add_tcase(s, t);
   return s;
 }

@@ -531,6 +531,8 @@ START_TEST(het_components) {
 }
 END_TEST
 
+TCase *domains_tcase(void); /* test_domains.c */
+
 static Suite *suite(void) {
   Suite *s = suite_create("spank");
   TCase *a = tcase_create("args");
@@ -558,6 +560,7 @@ static Suite *suite(void) {
   tcase_add_test(t, task_env_site_policy);
   tcase_add_test(t, env_ownership);
   suite_add_tcase(s, t);
+  suite_add_tcase(s, domains_tcase());
   return s;
 }
 

@@ -158,6 +158,8 @@ class RealTorch(unittest.TestCase):
         for rank, res in enumerate(run_job("node_local", 2)):
             self.assertEqual(res["task"], {"tp": rank == 0})
             self.assertEqual(res["layout"], {})
+            self.assertEqual(res["task_domain"], {"tp": True})
+            self.assertEqual(res["layout_domain"], {})
 
     def test_bad_input(self):
         for rank, res in enumerate(run_job("errors", 2)):

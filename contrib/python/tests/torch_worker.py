@@ -167,16 +167,18 @@ def check_missing(rank: int, world: int, arg: str) -> dict:
 
 
 def check_node_local(rank: int, world: int, _arg: str) -> dict:
-    """ProcessGroups.node_local: the TaskEnv's verdicts for the grid's dims,
-    nothing for a bare layout."""
+    """ProcessGroups.node_local and .domain_local: the TaskEnv's verdicts
+    for the grid's dims, nothing for a bare layout."""
     import hcg.torch as ht
     from hcg.env import TaskEnv
 
     task = TaskEnv(hcg.Layout("tp=%d" % world, world), rank,
-                   {"world:tp": rank == 0})
-    from_task = ht.GroupFactory(task).collection().node_local
-    from_layout = ht.GroupFactory(hcg.Layout("tp=%d" % world, world)).collection().node_local
-    return {"task": from_task, "layout": from_layout}
+                   {"world:tp": rank == 0}, {"world:tp": True})
+    from_task = ht.GroupFactory(task).collection()
+    bare = ht.GroupFactory(hcg.Layout("tp=%d" % world, world)).collection()
+    return {"task": from_task.node_local, "layout": bare.node_local,
+            "task_domain": from_task.domain_local,
+            "layout_domain": bare.domain_local}
 
 
 SCENARIOS = {"collections": check_collections,

@@ -21,7 +21,7 @@ import hashlib
 import os
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..env import TaskEnv, from_environ, node_local_of
+from ..env import TaskEnv, domain_local_of, from_environ, node_local_of
 from ..errors import HcgError, Status
 from ..layout import EMBEDDINGS, FIELDS, GridRef, Layout, Spec
 from . import groups as _groups
@@ -63,6 +63,11 @@ class ProcessGroups:
         self.node_local: Dict[str, bool] = {
             key.split(":", 1)[1]: v
             for key, v in getattr(factory, "node_local", {}).items()
+            if key.split(":", 1)[0].split("/", 1)[0] == grid}
+        #: The same for the step's NVLink domains (TaskEnv.domain_local).
+        self.domain_local: Dict[str, bool] = {
+            key.split(":", 1)[1]: v
+            for key, v in getattr(factory, "domain_local", {}).items()
             if key.split(":", 1)[0].split("/", 1)[0] == grid}
         for name in ATTRIBUTES:
             setattr(self, name, None)
@@ -220,6 +225,10 @@ class GroupFactory:
         self.node_local: Dict[str, bool] = (
             dict(task.node_local) if task is not None else
             node_local_of(os.environ, self.layout, self.rank)
+            if source is None else {})
+        self.domain_local: Dict[str, bool] = (
+            dict(task.domain_local) if task is not None else
+            domain_local_of(os.environ, self.layout, self.rank)
             if source is None else {})
         self._backend = backend or STATE.backend
         self._timeout = group_timeout(timeout)
