@@ -16,7 +16,8 @@
 # run). The packages hcg needs are installed in it by scripts/deps.sh, the
 # same script a native machine runs.
 #
-# A command runs in private mount and PID namespaces (unshare): /proc, /sys,
+# A command runs in private mount and PID namespaces (unshare): the root is
+# bound onto itself (a mount point, as / is on a booted system), /proc, /sys,
 # /dev, a tmpfs on /run (ip netns needs it) and, when the host has it,
 # /usr/local/cuda (read-only, so every tier builds libhcg against the same
 # NCCL) are mounted for it alone, and when it ends every process it started
@@ -160,6 +161,10 @@ enter() { # ROOT DIR CMD...
       set -e
       root=$1 dir=$2 cuda=$3
       shift 3
+      # The root a mount point of its own, as / is on a booted system:
+      # unshare --mount (the second node of the cluster tests) changes the
+      # propagation of /, which fails where / is a plain directory.
+      mount --bind "$root" "$root"
       mount -t proc proc "$root/proc"
       mount --rbind /sys "$root/sys"
       mount --rbind /dev "$root/dev"

@@ -21,6 +21,7 @@
  *                 sbatch and salloc
  *   state.c       the process's state
  *   log.c         messages, all prefixed "hcg: "
+ *   init_failure.c  slurm_spank_init_failure_mode (Slurm 25.05 and later)
  *   args.c        plugstack.conf parsing (pure C)      } libhcgspank.la,
  *   forward.c     srun -> slurmstepd hand-over (pure C) } also unit tested
  *   hetstep.c     heterogeneous steps (pure C)          }
@@ -77,6 +78,10 @@ struct hcgp_state {
   char *text;
   size_t text_len;
   int loaded;
+
+  /* srun: it makes the job's allocation itself (it did not start inside a
+   * job and was not given one), so it may fail a step (forward.h). */
+  int srun_allocates;
 
   /* --hcg-placement=warn|refuse (enum hcgp_placement), when given. */
   int placement_given;
@@ -145,6 +150,9 @@ int hcgp_het_task_init(spank_t sp, const char *forwarded,
                        void *arg);
 
 /* ---- the contexts ------------------------------------------------------ */
+/* srun init: notes whether srun makes the job's allocation itself, then
+ * hcgp_load_init. */
+int hcgp_srun_init(spank_t sp, int ac, char **av);
 int hcgp_srun_post_opt(spank_t sp);
 int hcgp_srun_user_init(spank_t sp);
 int hcgp_alloc_post_opt(spank_t sp);

@@ -285,6 +285,9 @@ static void setup(void) {
   unsetenv(INHERITED);
   unsetenv("_SLURM_SPANK_OPTION_hcg_hcg_layout");
   unsetenv("SLURM_NTASKS");
+  /* srun inside a job, as in a batch script, unless a test says not. */
+  setenv("SLURM_JOB_ID", "7", 1);
+  unsetenv("SLURM_JOBID");
   load_plugin();
 }
 
@@ -358,11 +361,45 @@ START_TEST(srun_does_not_fit_refuses_the_step) {
   option("tp=2,dp=*");
   host.world = 3;
   ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
-  /* srun goes on (see forward.h), the tasks will be refused. */
+  /* srun inside a job goes on (see forward.h), the tasks will be
+   * refused. */
   ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
   ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
   expect_log("3 ranks are not a multiple of 2");
   expect_log("the layout does not fit this step of 3 tasks; no task will run");
+  stop();
+}
+END_TEST
+
+/* srun that made its own allocation (no job when it started) fails the
+ * step itself: Slurm then ends it before any task starts and completes the
+ * job. The refusal is forwarded all the same, for a plugin loaded as
+ * optional, whose failure srun ignores (forward.h). */
+START_TEST(srun_of_its_own_allocation_fails) {
+  unsetenv("SLURM_JOB_ID");
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2,dp=*");
+  host.world = 3;
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), -1);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
+  expect_log("the layout does not fit this step of 3 tasks; no task will run");
+  stop();
+  /* A layout that fits runs as in a job. */
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2,dp=*");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:world:world@0:tp=2,dp=2");
+  stop();
+  /* The old name of the variable also says srun runs inside a job. */
+  setenv("SLURM_JOBID", "7", 1);
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2,dp=*");
+  host.world = 3;
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
   stop();
 }
 END_TEST
@@ -916,6 +953,7 @@ static Suite *suite(void) {
   tcase_add_test(t, srun_none);
   tcase_add_test(t, srun_syntax_error_before_allocation);
   tcase_add_test(t, srun_does_not_fit_refuses_the_step);
+  tcase_add_test(t, srun_of_its_own_allocation_fails);
   tcase_add_test(t, srun_site_language_chooses_among_grids);
   tcase_add_test(t, srun_heterogeneous_step);
   tcase_add_test(t, srun_heterogeneous_two_layouts);
