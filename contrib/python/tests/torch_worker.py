@@ -102,9 +102,10 @@ def check_grid(rank: int, world: int, _arg: str) -> dict:
             out[what] = "no error"
         except KeyError as exc:
             out[what] = "KeyError: " + str(exc)
+    out["raw_ab"] = grid._gen_rank_enum(["a", "b"])
     grid.register_view("alt", [4, 2], ["e", "c"], shared_dims=["c"])
     base_c = grid.create_pg("c")
-    out["shared_reused"] = grid.create_pg("c", view="alt") is base_c
+    out["shared_reused"] = grid.get_pg("c", view="alt") is base_c
     out["alt_e"] = grid.get_rank_enum("e", view="alt")
     for what, call in (("shape", lambda: ht.HyperCommGrid([2, 0], ["x", "y"])),
                        ("shared_size", lambda: grid.register_view(
