@@ -36,9 +36,8 @@ def check_collections(rank: int, world: int, layout: str,
                 continue
             if not inside:
                 bad.append("%s.%s: a group outside the grid" % (name, field))
-            want = (L.group_of_rank(pgs.keys[field], rank).members
-                    if field in hcg.FIELDS else
-                    L.embedding_group(rank, field))
+            want = (L.embedding_group(rank, field) if field in hcg.EMBEDDINGS
+                    else L.group_of_rank(pgs.keys[field], rank).members)
             if members != want:
                 bad.append("%s.%s: members %s, want %s" % (name, field, members, want))
             if dist.get_world_size(pg) != len(want):
