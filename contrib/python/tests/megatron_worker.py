@@ -125,9 +125,20 @@ def grid_contract(rank: int, world: int, store: str, _arg: str) -> dict:
                 else c10d._pg_map)
     out["destroyed"] = all(pg not in registry for pg in kept)
     out["views_kept"] = sorted(grid._views)
-    # The same group again after destroy() meets only its new life.
-    tp2 = grid.create_pg("tp", timeout=60)
-    out["tp_again"] = members(dist, tp2, rank)
+    dist.barrier()
+    return out
+
+
+def grid_again(rank: int, world: int, store: str, _arg: str) -> dict:
+    """A group made again after destroy() meets only its new life."""
+    import hcg.torch as ht
+
+    os.environ["WORLD_SIZE"] = str(world)
+    dist = start(rank, world, store)
+    grid = ht.HyperCommGrid([2, world // 2], ["tp", "dp"])
+    out = {"first": members(dist, grid.create_pg("tp", timeout=60), rank)}
+    grid.destroy()
+    out["again"] = members(dist, grid.create_pg("tp", timeout=60), rank)
     grid.destroy()
     dist.barrier()
     return out
@@ -259,7 +270,8 @@ def topology_errors(rank: int, world: int, store: str, _arg: str) -> dict:
     return out
 
 
-SCENARIOS = {"grid_contract": grid_contract, "member_missing": member_missing,
+SCENARIOS = {"grid_contract": grid_contract, "grid_again": grid_again,
+             "member_missing": member_missing,
              "to_megatron": to_megatron, "topology": topology,
              "topology_errors": topology_errors}
 

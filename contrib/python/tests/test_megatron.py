@@ -593,7 +593,11 @@ class WithProcessGroups(unittest.TestCase):
             self.assertEqual(r["pgs_after"], 0)
             self.assertTrue(r["destroyed"])
             self.assertEqual(r["views_kept"], ["base", "expert"])
-            self.assertEqual(r["tp_again"], r["tp"])
+
+    def test_create_again_after_destroy(self):
+        for rank, r in enumerate(run_job("grid_again", 4)):
+            want = {"size": 2, "rank": rank % 2, "sum": 1 + 4 * (rank // 2)}
+            self.assertEqual(r, {"first": want, "again": want})
 
     def test_create_pg_timeout(self):
         results = run_job("member_missing", 2, "1")
