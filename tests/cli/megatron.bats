@@ -74,9 +74,11 @@ size_of() {
   [ "$(size_of "$l" 8 6 HCG_LANGUAGE_DP_SIZE)" = 2 ]
   [ "$(size_of "$l" 8 6 HCG_LANGUAGE_EXPERT_EP_SIZE)" = 2 ]
   # And back to Megatron's arguments with the Python binding, when the
-  # build's library is at hand (not for an installed hcg).
+  # build's library is at hand (not for an installed hcg, nor a sanitizer
+  # build, whose runtime python3 does not load first).
   lib=$(dirname "$HCG")/.libs/libhcg.so.1
-  if [ -e "$lib" ] && [ -n "${HCG_SRCDIR:-}" ] && command -v python3 >/dev/null; then
+  if [ -e "$lib" ] && [ -n "${HCG_SRCDIR:-}" ] && command -v python3 >/dev/null &&
+     ! ldd "$lib" 2>/dev/null | grep -q 'lib[a-z]*san'; then
     run env HCG_LIBRARY="$lib" PYTHONPATH="$HCG_SRCDIR/contrib/python" python3 -B -c \
       "import hcg, hcg.torch as ht; print(' '.join(ht.megatron_args(hcg.Layout('$l', 8)).argv()))"
     [ "$status" -eq 0 ] || { echo "$output"; return 1; }
