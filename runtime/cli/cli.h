@@ -34,4 +34,9 @@ int explain_json(FILE *out, const struct desc *d,
 int explain_svg(FILE *out, const struct desc *d,
                 const struct explain_opts *opts, struct desc_rank *r);
 
+/* megatron.c: `hcg layout` and `hcg help layout`; -1 when argv is neither
+ * (main goes on), else the exit status. */
+int hcg_cli_layout_dispatch(int argc, char **argv);
+int hcg_cli_layout_help(FILE *out);
+
 #endif

@@ -20,6 +20,7 @@ static const char usage_text[] =
     "       hcg explain [-n N] [--language NAME] LAYOUT [--rank R]\n"
     "                   [--format text|json|svg] [--full] [PLACEMENT]\n"
     "       hcg env     [-n N] [--language NAME] LAYOUT --rank R\n"
+    "       hcg layout  --megatron ARGS -n N [--encoder-name NAME]\n"
     "       hcg help [COMMAND] | hcg COMMAND --help | hcg --version\n"
     "PLACEMENT: --nodes N | --tasks-per-node K, [--distribution D]\n"
     "           [--intra-node-dims DIMS] [--domain-size B]\n"
@@ -39,6 +40,7 @@ static const char help_text[] =
     "  explain  grids, views, rank coordinates, each grid's process groups,\n"
     "           embedding groups, MIMO roles and bridges (--full: all)\n"
     "  env      the HCG_* variables the plugin exports to task R\n"
+    "  layout   the layout Megatron-LM builds from its parallel arguments\n"
     "\n"
     "options:\n"
     "  -n, --world N        ranks in the world (the step's task count); may "
@@ -432,6 +434,9 @@ int main(int argc, char **argv) {
     fputs(usage_text, stderr);
     return EXIT_USAGE;
   }
+  int rc = hcg_cli_layout_dispatch(argc, argv);
+  if (rc >= 0)
+    return rc;
   if (!strcmp(argv[1], "help")) {
     if (argc > 3)
       return usage_error("%s", "help takes at most one COMMAND");
@@ -439,7 +444,7 @@ int main(int argc, char **argv) {
       return usage_error("no help for '%s': not a command", argv[2]);
     return 0;
   }
-  int rc = parse_args(argc, argv, &o);
+  rc = parse_args(argc, argv, &o);
   if (rc)
     return rc;
 

@@ -36,9 +36,8 @@ def check_collections(rank: int, world: int, layout: str,
                 continue
             if not inside:
                 bad.append("%s.%s: a group outside the grid" % (name, field))
-            want = (L.group_of_rank(pgs.keys[field], rank).members
-                    if field in hcg.FIELDS else
-                    L.embedding_group(rank, field))
+            want = (L.embedding_group(rank, field) if field in hcg.EMBEDDINGS
+                    else L.group_of_rank(pgs.keys[field], rank).members)
             if members != want:
                 bad.append("%s.%s: members %s, want %s" % (name, field, members, want))
             if dist.get_world_size(pg) != len(want):
@@ -102,9 +101,10 @@ def check_grid(rank: int, world: int, _arg: str) -> dict:
             out[what] = "no error"
         except KeyError as exc:
             out[what] = "KeyError: " + str(exc)
+    out["raw_ab"] = grid._gen_rank_enum(["a", "b"])
     grid.register_view("alt", [4, 2], ["e", "c"], shared_dims=["c"])
     base_c = grid.create_pg("c")
-    out["shared_reused"] = grid.create_pg("c", view="alt") is base_c
+    out["shared_reused"] = grid.get_pg("c", view="alt") is base_c
     out["alt_e"] = grid.get_rank_enum("e", view="alt")
     for what, call in (("shape", lambda: ht.HyperCommGrid([2, 0], ["x", "y"])),
                        ("shared_size", lambda: grid.register_view(

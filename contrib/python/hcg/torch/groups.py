@@ -47,7 +47,8 @@ class GroupSpec(NamedTuple):
     """One group to create: its key, its members (global ranks, ascending)
     and the keyword arguments of its creation (backend, timeout,
     pg_options). ``tag`` names the group in the store (default: the key);
-    every member must give the same tag."""
+    every member must give the same tag. ``desc`` is torch's group_desc
+    where torch takes one (default: the key)."""
 
     key: str
     members: Tuple[int, ...]
@@ -55,6 +56,7 @@ class GroupSpec(NamedTuple):
     timeout: datetime.timedelta
     pg_options: Any = None
     tag: Optional[str] = None
+    desc: Optional[str] = None
 
 
 _created_lock = threading.Lock()
@@ -170,7 +172,7 @@ def _public(d: Any, s: GroupSpec, rank: int) -> Any:
                               "backend": s.backend, "pg_options": s.pg_options,
                               "use_local_synchronization": True}
     if _accepts(d.new_group, "group_desc"):
-        kwargs["group_desc"] = s.key
+        kwargs["group_desc"] = s.desc or s.key
     try:
         return d.new_group(**kwargs)
     except RuntimeError as exc:  # the members' barrier timed out
