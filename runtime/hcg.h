@@ -576,6 +576,90 @@ int hcg_rank_placement_env(const hcg_layout *layout, int rank,
                            const char *dims, hcg_node_fn node, void *node_arg,
                            hcg_env_fn fn, void *arg);
 
+/* ---------------------------------------------------------------------------
+ * Domains above the node: sets of nodes that share one fast fabric (an
+ * NVLink domain: a GB200 NVL72 rack, a topology/block block, a leaf switch
+ * of topology/tree). The check is hcg_rank_placement again, asked with "the
+ * domain of a rank" in place of its node; a partition of the step's nodes
+ * into domains is all it needs.
+ *
+ * Two lists say what is checked where: the node list (intra_node_dims) and
+ * the domain list (intra_domain_dims, default below). Where the domains are
+ * known, a dim on the domain list is judged at the domain level only: its
+ * groups may leave the node as long as they stay in the domain (the node
+ * verdict, HCG_..._LOCAL, is still given). Where they are not known,
+ * nothing changes.
+ */
+
+/* The dims checked against domains by default: the expert all-to-all. A
+ * site with NVL72 tensor parallelism adds tp. */
+#define HCG_PLACEMENT_DEFAULT_DOMAIN_DIMS "ep,expt_tp"
+
+/* The modelled domain of a rank when every domain_size consecutive nodes
+ * form a domain (the last may hold fewer): node / domain_size. -1 for a
+ * rank outside the world or domain_size < 1. O(1). */
+int hcg_placement_domain(const hcg_placement *p, int domain_size, int rank);
+
+/* The dims judged at the node level when domains are known: the names of
+ * node_dims (NULL: HCG_PLACEMENT_DEFAULT_DIMS) not in domain_dims (NULL:
+ * HCG_PLACEMENT_DEFAULT_DOMAIN_DIMS), comma-separated, into out ("" when
+ * none is left; an empty list checks nothing). HCG_ELIMIT when cap is too
+ * small, HCG_EINVAL for a NULL out. */
+int hcg_placement_node_level_dims(const char *node_dims,
+                                  const char *domain_dims, char *out,
+                                  size_t cap);
+
+/* The variable of a domain verdict: HCG_<GRID>[_<VIEW>]_<DIM>_DOMAIN_LOCAL,
+ * 1 when the rank's group along the dim lies inside one domain, 0 when it
+ * crosses domains (scope HCG_ENV_PLACEMENT). Calls fn once per verdict of
+ * hcg_rank_placement(dims, domain) (dims NULL: the domain default). */
+int hcg_rank_domain_env(const hcg_layout *layout, int rank, const char *dims,
+                        hcg_node_fn domain, void *domain_arg, hcg_env_fn fn,
+                        void *arg);
+
+/* Every group of one dim of a grid's view, checked with `where` (a node or
+ * a domain of a rank): the number of groups, how many are not inside one
+ * (*crossing, may be NULL) and the first of those (*example, may be NULL;
+ * its `local` is 1 when none crosses). O(grid size) calls of where.
+ * Returns the number of groups, or -HCG_EINVAL for a bad argument. */
+int hcg_dim_placement(const hcg_layout *layout, int grid, int view, int dim,
+                      hcg_node_fn where, void *where_arg, int *crossing,
+                      hcg_placement_verdict *example);
+
+/* Where every rank runs: its node and, when domain is not NULL, its
+ * domain. */
+typedef struct hcg_placement_where {
+  hcg_node_fn node;
+  void *node_arg;
+  hcg_node_fn domain; /* NULL: no domains; only nodes are checked */
+  void *domain_arg;
+} hcg_placement_where;
+
+/* Another task placement the caller can offer, e.g. "--distribution=cyclic"
+ * and where the ranks would then run. */
+typedef struct hcg_placement_alt {
+  const char *name;
+  hcg_placement_where where;
+} hcg_placement_alt;
+
+/* A suggestion for a layout whose groups cross their level (a node for the
+ * node list, a domain for the domain list, as described above) under the
+ * placement `now`: computed by checking every group of every listed dim,
+ * first with one crossing dim moved earlier in its grid's or view's order
+ * (faster varying, so that its groups take consecutive ranks; the layout is
+ * parsed again with that order), then with each of `alts`. Writes one
+ * clause into buf, e.g. "put ep before dp, as in 'tp=2,ep=4,dp=2'; or
+ * --distribution=cyclic", naming the first order and the first
+ * alternative that keep every group inside. Returns 1 with a suggestion,
+ * 0 when nothing crosses or nothing tried keeps every group inside (buf
+ * then says so), HCG_ELIMIT when the search would take more than about
+ * 2^25 lookups of where (buf says so), HCG_ENOMEM, HCG_EINVAL. */
+int hcg_placement_suggest(const hcg_layout *layout, const char *node_dims,
+                          const char *domain_dims,
+                          const hcg_placement_where *now,
+                          const hcg_placement_alt *alts, int nalts, char *buf,
+                          size_t cap);
+
 /* ===========================================================================
  * Runtime: contexts and communicators (libhcg only; not in the core that the
  * SPANK plugin links). Declared below this line.
@@ -741,6 +825,11 @@ int hcg_ctx_stage(const hcg_ctx *ctx, int grid, int *is_first, int *is_last);
  * not on the site's intra_node_dims list, a shared view dim (ask the base),
  * a rank outside the grid, or NULL). */
 int hcg_ctx_node_local(const hcg_ctx *ctx, int grid, int view, int dim);
+/* The same for the step's NVLink domain (HCG_<GRID>[_<VIEW>]_<DIM>
+ * _DOMAIN_LOCAL): 1 inside one domain, 0 crossing domains, -1 not known
+ * (no topology with domains, a dim not on the site's intra_domain_dims
+ * list, placement=off, and as above). */
+int hcg_ctx_domain_local(const hcg_ctx *ctx, int grid, int view, int dim);
 
 /* Counters of a context, for tests and diagnostics. */
 typedef struct hcg_ctx_stats {

@@ -142,11 +142,22 @@ section "5. PyTorch: hcg.torch.init() and a tiny model trained with tp=2, dp=2" 
 if /usr/bin/python3 -c 'import torch.distributed' 2> /dev/null; then
   ex=$src/contrib/python/examples/train_tiny.py
   show "srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' python3 $ex"
+  rc=0
   PYTHONPATH=$src/contrib/python HCG_LIBRARY=$src/build/runtime/.libs/libhcg.so.1 \
     timeout 300 srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' \
-    /usr/bin/python3 -B "$ex" 2>&1 | head -n 8 || true
+    /usr/bin/python3 -B "$ex" > torch.out 2>&1 || rc=$?
+  head -n 20 torch.out
   show "python3 $ex --reference   # the same model in one process"
-  /usr/bin/python3 -B "$ex" --reference
+  /usr/bin/python3 -B "$ex" --reference | tee torch.ref
+  # The demo proves what it says or fails: the same losses, step by step.
+  if [ "$rc" -ne 0 ] || [ "$(grep -c '^step ' torch.out)" -ne "$(grep -c '^step ' torch.ref)" ] ||
+    ! paste -d' ' <(grep '^step ' torch.out) torch.ref | awk '
+      { d = $4 - $8; if (d < 0) d = -d; if (d > 1e-12 * ($8 < 0 ? -$8 : $8)) bad = 1 }
+      END { exit bad }'; then
+    echo "demo: step 'PyTorch' failed: srun exited $rc, or its losses are not the one-process losses" >&2
+    exit 1
+  fi
+  echo "(the same losses, step by step)"
 else
   echo "(no torch for /usr/bin/python3: scripts/deps.sh installs python3-torch)"
 fi

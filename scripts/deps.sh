@@ -112,6 +112,16 @@ apt-get $apt_lock update -q || {
   exit 1
 }
 wait_for_locks
+# A run killed while dpkg was unpacking (this script's own, a CI job's)
+# leaves packages half-configured, and apt refuses to install until they
+# are finished: finish them first.
+if [ -n "$(dpkg --audit 2>/dev/null)" ]; then
+  echo "deps: finishing packages an interrupted dpkg left half-configured"
+  dpkg --configure -a || {
+    echo "deps: 'dpkg --configure -a' failed (see above)" >&2
+    exit 1
+  }
+fi
 # shellcheck disable=SC2086
 apt-get $apt_lock install -y -q --no-install-recommends $missing || {
   echo "deps: 'apt-get install$missing' failed (see above)" >&2

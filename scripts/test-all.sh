@@ -1,26 +1,50 @@
 #!/bin/bash
-# Sets up everything and runs the whole hcg test suite on Debian 12, as root:
-#   1. Debian packages (scripts/deps.sh), and deps.sh beside a held dpkg lock
-#   2. build, unit tests (Check) and hcg command tests (bats): make check;
-#      libhcg's NCCL code compiled against older nccl.h stand-ins; libhcg's
-#      ABI held to abi/libhcg.abi (scripts/abi-check.sh)
-#   3. the same tests built with AddressSanitizer + UBSan
-#   4. the unit tests and the hcg command under valgrind
-#   5. the Python binding's tests (contrib/python), make distcheck
-#   6. the fuzzers (layout, plugstack arguments, hand-over) for HCG_FUZZ_SECONDS (default 60, split)
-#   7. the integration tests on a private Slurm cluster (plugin, libhcg)
-# Safe to run twice; builds go to build/, build-asan/ in the source tree.
+# Sets up everything and runs the whole hcg test suite, as root, on every
+# supported stack (what CI runs): the tiers debian12, debian13 and sid
+# (README.md, "Supported platforms", says what each has; scripts/tier.sh).
+# The tier this machine is runs here, the others each in a Debian root made
+# with debootstrap (kept under /var/cache/hcg/roots, made again only when
+# missing or broken). HCG_PLATFORMS picks tiers (default all three, which
+# is what CI runs), e.g. HCG_PLATFORMS=sid for a quick look at one stack.
+#
+# Every tier: its packages (scripts/deps.sh), the build with -Werror and its
+# compiler, unit and hcg command tests (make check), the same under
+# AddressSanitizer + UBSan, valgrind, the Python binding with its torch, and
+# the integration tests on a private Slurm cluster of its Slurm (plugin,
+# libhcg, hcg.torch; two-node and heterogeneous steps included).
+# The machine's own tier also: deps.sh beside a held dpkg lock, libhcg's
+# NCCL code against older nccl.h, the ABI check, make distcheck and the
+# fuzzers (HCG_FUZZ_SECONDS, default 60, split among four targets): these
+# test the sources, not the stack.
+#
+# The summary gives each step's time and its tests and skips, then each
+# skip's reason. Every step is bounded (HCG_STEP_LIMIT, default 1800 s), and
+# so is each tier in a root (HCG_TIER_LIMIT, default 1800 s).
+# Safe to run twice; builds go to build/, build-asan/ in the source tree
+# (in a root: in the root's copy of it).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src"
 jobs=$(nproc 2>/dev/null || echo 2)
 started=$(date +%s)
+tiers_all="debian12 debian13 sid"
+platforms=${HCG_PLATFORMS:-$tiers_all}
+# Set by scripts/tier.sh: this run is one tier, inside its root.
+inner=${HCG_TIER:-}
 declare -a summary=()
+prefix= # "TIER: " before the steps' names in the summary, for the host's tier
+logs=$src/build/test-all-logs
+mkdir -p "$logs"
 
-# A step that hangs must fail with its name, not run into CI's own limit
-# (90 min): each step gets HCG_STEP_LIMIT seconds (default 30 min), then
-# it and everything it started are stopped.
 step_limit=${HCG_STEP_LIMIT:-1800}
+tier_limit=${HCG_TIER_LIMIT:-1800}
+for v in "$step_limit" "$tier_limit"; do
+  case $v in '' | *[!0-9]*)
+    echo "test-all: HCG_STEP_LIMIT and HCG_TIER_LIMIT are seconds, got '$v'" >&2
+    exit 2
+    ;;
+  esac
+done
 
 kill_tree() {
   local child
@@ -30,12 +54,16 @@ kill_tree() {
   kill -TERM "$1" 2>/dev/null || true
 }
 
+# bounded SECONDS CMD...: a command that hangs fails with its name, not
+# in CI's own limit (90 min); it and everything it started are stopped.
 bounded() {
+  local limit=$1
+  shift
   "$@" &
   local pid=$! rc=0
   (
-    sleep "$step_limit"
-    echo "test-all: still running after ${step_limit}s (HCG_STEP_LIMIT): stopping it" >&2
+    sleep "$limit"
+    echo "test-all: still running after ${limit}s: stopping it" >&2
     kill_tree "$pid"
   ) &
   local dog=$!
@@ -45,32 +73,80 @@ bounded() {
   return "$rc"
 }
 
+# What a step's log says it ran: "N tests, K skipped" from check_in's
+# count, else bats (TAP) and Python's unittest, added up; nothing when the
+# step runs no tests.
+counts() {
+  awk '
+    /^@count [0-9]+ [0-9]+$/ { ctotal += $2; cskipped += $3; cseen = 1; next }
+    /^ok [0-9]+ / { total++; seen = 1; if (/ # skip/) skipped++ }
+    /^not ok [0-9]+ / { total++; seen = 1 }
+    /^Ran [0-9]+ tests? in / { total += $2; seen = 1 }
+    /^OK \(.*skipped=[0-9]+/ || /^FAILED \(.*skipped=[0-9]+/ {
+      s = $0; sub(/.*skipped=/, "", s); sub(/[^0-9].*/, "", s); skipped += s
+    }
+    END {
+      if (cseen) printf "%d tests, %d skipped", ctotal, cskipped
+      else if (seen) printf "%d tests, %d skipped", total, skipped
+    }
+  ' "$1"
+}
+
+# The reasons of the skips in a step's log, one per line: bats's
+# "# skip REASON" and unittest's "skipped 'REASON'".
+skip_reasons() {
+  sed -n -e 's/^ok [0-9]* .* # skip *//p' \
+    -e "s/.* \.\.\. skipped '\(.*\)'\$/\1/p" "$1"
+}
+
+# step NAME CMD...: runs CMD bounded, its output shown and kept in a log.
 step() {
   local name=$1
   shift
-  local t0
+  local t0 n=${#summary[@]} log rc=0 c
   t0=$(date +%s)
-  printf '\n==== %s\n' "$name"
-  if bounded "$@"; then
-    summary+=("PASS  $(($(date +%s) - t0))s  $name")
+  log=$logs/$(printf '%02d' "$n")-$(tr -c 'a-zA-Z0-9\n' '-' <<<"$name" | head -c 40).log
+  printf '\n==== %s%s\n' "${inner:+$inner: }" "$name"
+  bounded "$step_limit" "$@" > >(tee "$log") 2>&1 || rc=$?
+  wait # for tee: the log is complete
+  c=$(counts "$log")
+  skip_reasons "$log" | sed "s/^/$prefix/" >>"$logs/skips"
+  if [ "$rc" -eq 0 ]; then
+    summary+=("PASS  $(($(date +%s) - t0))s  $prefix$name${c:+ ($c)}")
   else
-    summary+=("FAIL  $(($(date +%s) - t0))s  $name")
+    summary+=("FAIL  $(($(date +%s) - t0))s  $prefix$name${c:+ ($c)}")
     print_summary
-    echo "test-all: '$name' failed" >&2
+    echo "test-all: '$name' failed (log: $log)" >&2
     exit 1
   fi
 }
 
 print_summary() {
-  printf '\n==== summary (%ss)\n' "$(($(date +%s) - started))"
+  printf '\n==== summary%s (%ss)\n' "${inner:+ of $inner}" "$(($(date +%s) - started))"
   printf '%s\n' "${summary[@]}"
+  if [ -s "$logs/skips" ]; then
+    echo "skipped, by reason:"
+    sort "$logs/skips" | uniq -c | sort -rn | sed 's/^ */  /'
+  fi
 }
 
+# make check, then what its programs ran: Check's test cases and bats's
+# tests (with their skip lines) from the test logs, as "@count N K".
 check_in() {
   make -C "$1" -j"$jobs" check || {
     find "$1/tests" -name '*.log' -newer "$1/Makefile" -exec tail -n 40 {} + >&2
     return 1
   }
+  local logs
+  logs=$(find "$1/tests" -name '*.log' ! -name test-suite.log)
+  # shellcheck disable=SC2086 # file names without blanks
+  grep -h '^ok [0-9]* .* # skip' $logs || true
+  # shellcheck disable=SC2086
+  cat $logs | awk '
+    /[0-9]+%: Checks: [0-9]+/ { s = $0; sub(/.*Checks: /, "", s); sub(/[^0-9].*/, "", s); n += s }
+    /^ok [0-9]+ / { n++; if (/ # skip/) k++ }
+    /^not ok [0-9]+ / { n++ }
+    END { printf "@count %d %d\n", n, k }'
 }
 
 valgrind_suite() {
@@ -99,21 +175,91 @@ valgrind_suite() {
   fi
 }
 
-step "dependencies" scripts/deps.sh
-step "deps.sh beside a held dpkg lock (5 s)" tests/setup/deps-lock.sh
-step "build" scripts/build.sh build
-step "unit and hcg command tests" check_in build
-step "NCCL guards: compile against older nccl.h (2.17 refused, 2.18, 2.26, 2.27)" \
-  tests/runtime/nccl-compat.sh build
-step "ABI check: libhcg against abi/libhcg.abi (abidiff)" scripts/abi-check.sh build
-step "build with AddressSanitizer + UBSan" scripts/build.sh build-asan \
-  CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
-  LDFLAGS="-fsanitize=address,undefined"
-step "tests under AddressSanitizer + UBSan" check_in build-asan
-step "tests under valgrind" valgrind_suite
-step "Python binding (contrib/python)" contrib/python/run-tests.sh "$src/build"
-step "make distcheck" make -C build -j"$jobs" distcheck
-step "fuzz the layout parser, plugstack arguments, hand-over (${HCG_FUZZ_SECONDS:-60} s)" \
-  env HCG_FUZZ_DIR="$src/build/fuzz" tests/fuzz/run-fuzz.sh "${HCG_FUZZ_SECONDS:-60}"
-step "integration tests on a private Slurm cluster" tests/cluster/run.sh "$src/build"
+# The suite every tier runs, on its own stack: stack_suite TIER.
+stack_suite() {
+  step "README's platform row is this stack" tests/setup/platform-row.sh "$1"
+  step "build (-Werror, $(gcc -dumpfullversion 2>/dev/null || echo cc))" scripts/build.sh build
+  step "unit and hcg command tests" check_in build
+  step "build with AddressSanitizer + UBSan" scripts/build.sh build-asan \
+    CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+    LDFLAGS="-fsanitize=address,undefined"
+  step "tests under AddressSanitizer + UBSan" check_in build-asan
+  step "tests under valgrind" valgrind_suite
+  step "Python binding and hcg.torch (contrib/python)" contrib/python/run-tests.sh "$src/build"
+  step "integration tests on a private Slurm cluster" tests/cluster/run.sh "$src/build"
+}
+
+# The steps that test the sources rather than the stack: once, here.
+source_suite() {
+  step "deps.sh beside a held dpkg lock (5 s)" tests/setup/deps-lock.sh
+  step "NCCL guards: compile against older nccl.h (2.17 refused, 2.18, 2.26, 2.27)" \
+    tests/runtime/nccl-compat.sh build
+  step "ABI check: libhcg against abi/libhcg.abi (abidiff)" scripts/abi-check.sh build
+  step "make distcheck" make -C build -j"$jobs" distcheck
+  step "fuzz the layout parser, plugstack arguments, hand-over, domains (${HCG_FUZZ_SECONDS:-60} s)" \
+    env HCG_FUZZ_DIR="$src/build/fuzz" tests/fuzz/run-fuzz.sh "${HCG_FUZZ_SECONDS:-60}"
+}
+
+# One tier in its root: its own test-all.sh there, whose summary joins
+# this one's, each line prefixed with the tier.
+root_tier() {
+  local t=$1 t0 log rc=0 line
+  step "$t: the root ($(scripts/tier.sh list | awk -v t="$t" '$1 == t { print $2 }'), debootstrap when missing)" \
+    scripts/tier.sh root "$t"
+  t0=$(date +%s)
+  log=$logs/tier-$t.log
+  printf '\n==== %s: the suite in its root\n' "$t"
+  bounded "$tier_limit" scripts/tier.sh run "$t" > >(tee "$log") 2>&1 || rc=$?
+  wait
+  # The inner summary's lines, each step named with the tier, and its
+  # skips, each reason as often as it was counted.
+  while IFS= read -r line; do
+    summary+=("$line")
+  done < <(sed -n '/^==== summary of /,$p' "$log" |
+    sed -nE "s/^(PASS|FAIL)  ([0-9]+s)  /\1  \2  $t: /p")
+  sed -n '/^skipped, by reason:/,$p' "$log" | sed 1d |
+    awk -v t="$t" '{ n = $1; $1 = ""; sub(/^ /, ""); for (i = 0; i < n; i++) print t ": " $0 }' \
+      >>"$logs/skips"
+  if [ "$rc" -eq 0 ]; then
+    summary+=("PASS  $(($(date +%s) - t0))s  $t: the whole tier")
+  else
+    summary+=("FAIL  $(($(date +%s) - t0))s  $t: the whole tier (log: $log)")
+    print_summary
+    echo "test-all: tier $t failed (log: $log)" >&2
+    exit 1
+  fi
+}
+
+: >"$logs/skips"
+if [ -n "$inner" ]; then
+  # Inside a root (scripts/tier.sh run): this tier's stack suite only.
+  step "dependencies (scripts/deps.sh)" scripts/deps.sh
+  stack_suite "$inner"
+  print_summary
+  exit 0
+fi
+
+for t in $platforms; do
+  case " $tiers_all " in
+  *" $t "*) ;;
+  *)
+    echo "test-all: HCG_PLATFORMS names '$t'; the tiers are: $tiers_all" >&2
+    exit 2
+    ;;
+  esac
+done
+host=$(scripts/tier.sh list | awk '/\(this host\)/ { print $1 }')
+
+step "dependencies (scripts/deps.sh)" scripts/deps.sh
+for t in $platforms; do
+  if [ "$t" = "$host" ]; then
+    printf '\n==== %s: this machine\n' "$t"
+    prefix="$t: "
+    stack_suite "$t"
+    source_suite
+    prefix=
+  else
+    root_tier "$t"
+  fi
+done
 print_summary

@@ -16,7 +16,8 @@
 # run). The packages hcg needs are installed in it by scripts/deps.sh, the
 # same script a native machine runs.
 #
-# A command runs in private mount and PID namespaces (unshare): /proc, /sys,
+# A command runs in private mount and PID namespaces (unshare): the root is
+# bound onto itself (a mount point, as / is on a booted system), /proc, /sys,
 # /dev, a tmpfs on /run (ip netns needs it) and, when the host has it,
 # /usr/local/cuda (read-only, so every tier builds libhcg against the same
 # NCCL) are mounted for it alone, and when it ends every process it started
@@ -142,26 +143,41 @@ enter() { # ROOT DIR CMD...
     HCG_*) envs+=("$v=${!v}") ;;
     esac
   done < <(env)
+  # The host's CUDA (with NCCL) as /usr/local/cuda, and the loader's path
+  # to its libraries (the host's, under that name), as on the host.
+  local cuda= conf=$root/etc/ld.so.conf.d/zz-hcg-cuda.conf
+  [ -d /usr/local/cuda/include ] && cuda=$(readlink -f /usr/local/cuda)
+  if [ -n "$cuda" ]; then
+    { grep -hs "^$cuda/" /etc/ld.so.conf.d/*.conf || echo "$cuda/lib64"; } |
+      sed "s|^$cuda/|/usr/local/cuda/|" >"$conf"
+  else
+    rm -f "$conf"
+  fi
   # --kill-child: when unshare goes (a step's time limit), the namespace's
   # first process gets SIGKILL, and with it every process of the tier.
   # shellcheck disable=SC2016 # expanded by the inner shell
   unshare --mount --pid --fork --kill-child --propagation private -- \
     /bin/bash -c '
       set -e
-      root=$1 dir=$2
-      shift 2
+      root=$1 dir=$2 cuda=$3
+      shift 3
+      # The root a mount point of its own, as / is on a booted system:
+      # unshare --mount (the second node of the cluster tests) changes the
+      # propagation of /, which fails where / is a plain directory.
+      mount --bind "$root" "$root"
       mount -t proc proc "$root/proc"
       mount --rbind /sys "$root/sys"
       mount --rbind /dev "$root/dev"
       mount -t tmpfs -o mode=755 tmpfs "$root/run"
       mkdir -p "$root/run/lock"
-      if [ -d /usr/local/cuda/include ]; then
+      if [ -n "$cuda" ]; then
         mkdir -p "$root/usr/local/cuda"
-        mount --bind /usr/local/cuda/ "$root/usr/local/cuda"
+        mount --bind "$cuda" "$root/usr/local/cuda"
         mount -o remount,bind,ro "$root/usr/local/cuda"
       fi
+      chroot "$root" /sbin/ldconfig
       exec chroot "$root" /usr/bin/env -i "$@"
-    ' tier "$root" "$dir" "${envs[@]}" /bin/bash -c 'cd "$0" && exec "$@"' "$dir" "$@"
+    ' tier "$root" "$dir" "$cuda" "${envs[@]}" /bin/bash -c 'cd "$0" && exec "$@"' "$dir" "$@"
 }
 
 tier=
@@ -186,6 +202,11 @@ run | shell)
   root=$(ensure_root "$tier")
   dir=${HCG_TIER_SRC:-/hcg/src}
   case $dir in /*) ;; *) die "HCG_TIER_SRC='$dir' must be an absolute path" ;; esac
+  # One run at a time in one copy: a second would rewrite the tree and the
+  # builds under the first.
+  exec 8>"$roots/$tier$(tr / . <<<"$dir").lock"
+  flock -n 8 || die "another run is using $dir in the $tier root;" \
+    "wait for it, or give this one its own copy with HCG_TIER_SRC=/hcg/NAME"
   sync_tree "$root" "$dir"
   if [ "$cmd" = shell ]; then
     enter "$root" "$dir" /bin/bash -i

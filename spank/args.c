@@ -19,6 +19,8 @@ void hcgp_args_defaults(struct hcgp_args *args) {
   snprintf(args->intra_node_dims, sizeof args->intra_node_dims, "%s",
            HCG_PLACEMENT_DEFAULT_DIMS);
   args->placement = HCGP_PLACEMENT_WARN;
+  snprintf(args->intra_domain_dims, sizeof args->intra_domain_dims, "%s",
+           HCG_PLACEMENT_DEFAULT_DOMAIN_DIMS);
 }
 
 int hcgp_placement_parse(const char *s, int allow_off) {
@@ -69,11 +71,12 @@ enum {
   KEY_LANGUAGE,
   KEY_INTRA_NODE_DIMS,
   KEY_PLACEMENT,
+  KEY_INTRA_DOMAIN_DIMS,
   KEY_COUNT
 };
 static const char *const key_names[KEY_COUNT] = {
-    "max_layout_bytes", "export_dims", "language", "intra_node_dims",
-    "placement"};
+    "max_layout_bytes", "export_dims", "language",
+    "intra_node_dims",  "placement",   "intra_domain_dims"};
 
 static void report_fmt(hcgp_args_report_fn report, void *arg, const char *fmt,
                        ...) __attribute__((format(printf, 3, 4)));
@@ -108,7 +111,8 @@ int hcgp_args_parse(struct hcgp_args *args, int argc, char *const argv[],
       report_fmt(report, report_arg,
                  "plugstack.conf: unknown argument '%.64s'%s; the arguments "
                  "are max_layout_bytes=N, export_dims=yes|no, language=NAME, "
-                 "intra_node_dims=DIM[,DIM...], placement=off|warn|refuse",
+                 "intra_node_dims=DIM[,DIM...], placement=off|warn|refuse, "
+                 "intra_domain_dims=DIM[,DIM...]|none",
                  word, strlen(word) > 64 ? "..." : "");
       bad++;
       continue;
@@ -172,6 +176,22 @@ int hcgp_args_parse(struct hcgp_args *args, int argc, char *const argv[],
         bad++;
       } else {
         snprintf(args->intra_node_dims, sizeof args->intra_node_dims, "%s",
+                 val);
+      }
+      break;
+    case KEY_INTRA_DOMAIN_DIMS:
+      if (!strcmp(val, "none")) {
+        args->intra_domain_dims[0] = '\0';
+      } else if (strlen(val) > HCGP_DIMS_MAX ||
+                 !hcg_placement_dims_valid(val)) {
+        report_fmt(report, report_arg,
+                   "plugstack.conf: intra_domain_dims=%.64s: the value must "
+                   "be dim names separated by commas (e.g. %s), at most %d "
+                   "characters, or none",
+                   val, HCG_PLACEMENT_DEFAULT_DOMAIN_DIMS, HCGP_DIMS_MAX);
+        bad++;
+      } else {
+        snprintf(args->intra_domain_dims, sizeof args->intra_domain_dims, "%s",
                  val);
       }
       break;

@@ -23,7 +23,7 @@ enum hcgp_placement {
   HCGP_PLACEMENT_WARN = 1,   /* one warning line per step (default)  */
   HCGP_PLACEMENT_REFUSE = 2, /* the step fails before the program    */
 };
-/* Longest intra_node_dims= value. */
+/* Longest intra_node_dims= or intra_domain_dims= value. */
 #define HCGP_DIMS_MAX 256
 
 /* The policy's name ("off", "warn", "refuse") to enum hcgp_placement, or
@@ -44,6 +44,10 @@ struct hcgp_args {
    * what a group crossing nodes does (placement=, enum hcgp_placement). */
   char intra_node_dims[HCGP_DIMS_MAX + 1];
   int placement;
+  /* Dims whose groups should stay inside one NVLink domain of the step's
+   * topology (intra_domain_dims=; "" for none): judged by domain instead
+   * of by node where slurmstepd learns the domains (doc/plugin.md). */
+  char intra_domain_dims[HCGP_DIMS_MAX + 1];
 };
 
 /* Called once per rejected argument with a complete sentence (no prefix). */

@@ -165,6 +165,21 @@ int hcgp_step_heterogeneous(const char *ntasks, uint32_t world) {
   return n != world;
 }
 
+int hcgp_srun_cmdline_attaches(const char *cmdline, size_t len) {
+  if (!cmdline)
+    return 1;
+  /* Each word starts at 0 or after a NUL; a last word without its NUL was
+   * cut short by the caller, and is judged on what is there. */
+  for (size_t at = 0; at < len;) {
+    const char *w = cmdline + at;
+    size_t n = strnlen(w, len - at);
+    if (n >= 6 && !strncmp(w, "--jobi", 6))
+      return 1;
+    at += n + 1;
+  }
+  return 0;
+}
+
 struct filter {
   hcgp_task_setenv_fn fn;
   void *arg;

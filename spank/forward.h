@@ -19,13 +19,24 @@
  * slurmstepd removes the variable from every task's environment.
  *
  * When srun finds that the layout does not fit the step, it says why and
- * forwards a refusal ("hcg1:JOB.STEP:!") instead of failing: in Slurm 22.05
- * an srun that fails in slurm_spank_local_user_init leaves its step behind
- * in slurmctld (created, never launched, never completed, not even by
- * scancel), and in a batch job that step holds its CPUs until the job ends,
- * so the script's next srun waits forever. With the refusal the step is
- * launched and completes normally: every task fails in task_init, before
- * the user's program starts, and srun exits non-zero.
+ * forwards a refusal ("hcg1:JOB.STEP:!"). Whether srun also fails depends
+ * on who made the job's allocation:
+ *  - srun itself (it started outside any job): srun fails in
+ *    slurm_spank_local_user_init. It then ends the step before any task or
+ *    slurmstepd starts, and the helper process srun forks for an abnormal
+ *    end completes the job it allocated, step included.
+ *  - an existing job (a batch script, salloc, srun --jobid): srun goes on
+ *    and every task fails in task_init, before the user's program starts;
+ *    the step completes normally and srun exits non-zero. Failing srun
+ *    here would leave its step behind in slurmctld (created, never
+ *    launched, never completed, not even by scancel, until the job ends),
+ *    holding its CPUs, so the script's next srun would wait forever. So
+ *    it is in every Slurm measured: 22.05, 24.11 and 26.05 (Slurm 25.05's
+ *    change to SPANK return codes, commit 74ff6df484, made positive ones
+ *    fail too and did not change this).
+ * The refusal is forwarded in both cases, so that the tasks refuse the
+ * step even where srun ignores a failure (a plugin that plugstack.conf
+ * loads as optional).
  */
 #ifndef HCGP_FORWARD_H
 #define HCGP_FORWARD_H
@@ -103,6 +114,13 @@ int hcgp_env_user_setting(const char *name);
 /* 1 when `entry` ("NAME=VALUE" or "NAME") is an HCG_* variable that only
  * the plugin may set (see hcgp_env_user_setting). */
 int hcgp_env_plugin_owned(const char *entry);
+
+/* srun: 1 when srun's command line (cmdline, len bytes of NUL-terminated
+ * words, as in /proc/self/cmdline; NULL when unknown) may name an existing
+ * job: a word starting with "--jobi", which is --jobid or an abbreviation
+ * of it that srun's getopt_long accepts. Words of the user's program count
+ * too: a wrong 1 only chooses the refusal by the tasks (see above). */
+int hcgp_srun_cmdline_attaches(const char *cmdline, size_t len);
 
 /* 1 when a step is heterogeneous: srun puts the task count of the whole
  * step in SLURM_NTASKS (ntasks, NULL when unset), which for a

@@ -9,6 +9,10 @@
  * intra-node dim either stays on this node or crosses to another. Cost:
  * O(local tasks x group size) lookups, whatever the world size.
  *
+ * Where slurmstepd learns the step's NVLink domains (domains.h), the dims
+ * of the domain list are checked the same way against domains, and left
+ * off the node check: they may leave the node, not the domain.
+ *
  * One line per step: each node that sees a crossing group picks, among
  * those it sees, the one with the smallest first member, and speaks only
  * when that member is its own. A crossing group has members on two nodes
@@ -35,11 +39,40 @@ int hcgp_node_check(const hcg_layout *layout, const char *dims,
                     const int *local, int nlocal, hcg_node_fn on, void *arg,
                     struct hcgp_node_check *out);
 
+/* The same check at another level: where(warg, rank) is the level's id
+ * (a domain) of any rank of the step, mine(marg, rank) >= 0 for a rank of
+ * this node (who speaks: the node holding the example's first member). */
+int hcgp_level_check(const hcg_layout *layout, const char *dims,
+                     const int *local, int nlocal, hcg_node_fn where,
+                     void *warg, hcg_node_fn mine, void *marg,
+                     struct hcgp_node_check *out);
+
+/* The domain level (domains.h): hcgp_level_check, and since `where` knows
+ * the domain of every rank of the step, the example is the step's first
+ * crossing group (dims in layout order, groups in order), the same on
+ * every node, so that exactly one node speaks. Finding it costs up to the
+ * listed dims' grid sizes in lookups, so only the task that would speak
+ * (may_speak: the node's first) looks, and only when something crosses;
+ * past HCGP_FIRST_CROSSING_MAX the node's own example and rule are kept.
+ * With may_speak 0, speak is 0. */
+#define HCGP_FIRST_CROSSING_MAX (1L << 24)
+int hcgp_domain_check(const hcg_layout *layout, const char *dims,
+                      const int *local, int nlocal, hcg_node_fn where,
+                      void *warg, hcg_node_fn mine, void *marg, int may_speak,
+                      struct hcgp_node_check *out);
+
 /* The step's line, without the "hcg: " prefix: what crosses (named as
  * hcg_placement_message does, `here` naming this node), and what the
  * policy (enum hcgp_placement) does about it. */
 void hcgp_placement_line(const hcg_layout *layout,
                          const struct hcgp_node_check *c, const char *here,
                          int policy, char *buf, size_t cap);
+
+/* The step's line for a group crossing NVLink domains: the group, the
+ * domains of example.apart (here, there: "block b1"), what the policy does
+ * and, when suggestion is not NULL, hcg_placement_suggest's clause. */
+void hcgp_domain_line(const hcg_layout *layout, const struct hcgp_node_check *c,
+                      const char *here, const char *there, int policy,
+                      const char *suggestion, char *buf, size_t cap);
 
 #endif /* HCGP_PLACEMENT_H */

@@ -18,7 +18,8 @@ SPANK_PLUGIN(hcg, 1);
 
 int slurm_spank_init(spank_t sp, int ac, char **av) {
   switch (spank_context()) {
-  case S_CTX_LOCAL:     /* srun */
+  case S_CTX_LOCAL: /* srun */
+    return hcgp_srun_init(sp, ac, av);
   case S_CTX_ALLOCATOR: /* sbatch, salloc */
     return hcgp_load_init(sp, ac, av);
   case S_CTX_REMOTE:
@@ -47,6 +48,12 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av) {
   (void)ac;
   (void)av;
   return spank_context() == S_CTX_LOCAL ? hcgp_srun_user_init(sp) : 0;
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av) {
+  (void)ac;
+  (void)av;
+  return spank_context() == S_CTX_REMOTE ? hcgp_slurmstepd_user_init(sp) : 0;
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av) {

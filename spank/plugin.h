@@ -16,13 +16,17 @@
  *   option.c      --hcg-layout, --hcg-placement: registration, callbacks
  *   het.c         heterogeneous steps, in srun and slurmstepd
  *   stepd_placement.c  slurmstepd: the placement check of the node
+ *   stepd_domains.c    slurmstepd: the step's NVLink domains, learnt once
  *   load.c        plugstack.conf arguments and the layout, as read by srun,
  *                 sbatch and salloc
  *   state.c       the process's state
  *   log.c         messages, all prefixed "hcg: "
+ *   init_failure.c  slurm_spank_init_failure_mode (Slurm 25.05 and later)
  *   args.c        plugstack.conf parsing (pure C)      } libhcgspank.la,
  *   forward.c     srun -> slurmstepd hand-over (pure C) } also unit tested
  *   hetstep.c     heterogeneous steps (pure C)          }
+ *   placement.c   a node's placement check (pure C)     }
+ *   domains.c     the step's nodes, tasks, domains (pure C) }
  */
 #ifndef HCGP_PLUGIN_H
 #define HCGP_PLUGIN_H
@@ -31,6 +35,7 @@
 #include <stddef.h>
 
 #include "args.h"
+#include "domains.h"
 #include "hcg.h"
 
 /* Every message starts with this, whatever the context. */
@@ -74,10 +79,18 @@ struct hcgp_state {
   size_t text_len;
   int loaded;
 
+  /* srun: it makes the job's allocation itself (it did not start inside a
+   * job and was not given one), so it may fail a step (forward.h). */
+  int srun_allocates;
+
   /* --hcg-placement=warn|refuse (enum hcgp_placement), when given. */
   int placement_given;
   int placement;
   int placement_bad; /* a value other than warn or refuse reached us */
+
+  /* slurmstepd: the step's NVLink domains, learnt once (stepd_domains.c). */
+  int domains_learnt;
+  struct hcgp_domains domains;
 };
 
 extern struct hcgp_state hcgp_state;
@@ -137,12 +150,18 @@ int hcgp_het_task_init(spank_t sp, const char *forwarded,
                        void *arg);
 
 /* ---- the contexts ------------------------------------------------------ */
+/* srun init: notes whether srun makes the job's allocation itself, then
+ * hcgp_load_init. */
+int hcgp_srun_init(spank_t sp, int ac, char **av);
 int hcgp_srun_post_opt(spank_t sp);
 int hcgp_srun_user_init(spank_t sp);
 int hcgp_alloc_post_opt(spank_t sp);
 int hcgp_slurmd_init(spank_t sp, int ac, char **av);
 int hcgp_slurmstepd_init(spank_t sp, int ac, char **av);
 int hcgp_slurmstepd_task_init(spank_t sp);
+/* slurmstepd user_init (once per step, before the tasks): learns the
+ * step's domains for them. Never fails. */
+int hcgp_slurmstepd_user_init(spank_t sp);
 
 /* ---- stepd_placement.c ------------------------------------------------- */
 struct hcgp_task;
@@ -152,5 +171,12 @@ int hcgp_placement_policy(void);
  * when the policy refuses the step (explained), -1 on an error (logged). */
 int hcgp_stepd_placement(spank_t sp, const hcg_layout *L,
                          const struct hcgp_task *t);
+/* The node's tasks by global id (malloc'd); NULL when Slurm does not say. */
+int *hcgp_local_tasks(spank_t sp, int *n);
+
+/* ---- stepd_domains.c ---------------------------------------------------- */
+/* The step's NVLink domains (domains.h), learnt on the first call. */
+const struct hcgp_domains *hcgp_stepd_domains(spank_t sp, const int *local,
+                                              int nlocal);
 
 #endif /* HCGP_PLUGIN_H */

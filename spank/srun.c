@@ -1,6 +1,7 @@
 /*
  * srun.c - srun: check the layout against the step's task count before any
- * task starts, and hand the canonical text to slurmstepd (see forward.h).
+ * task starts, and hand the canonical text to slurmstepd (see forward.h,
+ * also for how a layout that does not fit is refused).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,6 +13,35 @@
 #include "forward.h"
 #include "plugin.h"
 
+/* The longest command line of srun read to tell whether it names a job;
+ * a longer one is taken to name one. */
+enum { CMDLINE_MAX = 1 << 20 };
+
+/* 1 when srun's command line may name an existing job (--jobid), or
+ * cannot be read. */
+static int cmdline_attaches(void) {
+  FILE *f = fopen("/proc/self/cmdline", "re");
+  if (!f)
+    return 1;
+  char *buf = malloc(CMDLINE_MAX);
+  size_t n = buf ? fread(buf, 1, CMDLINE_MAX, f) : 0;
+  int attaches = !buf || ferror(f) || n == CMDLINE_MAX ||
+                 hcgp_srun_cmdline_attaches(buf, n);
+  free(buf);
+  fclose(f);
+  return attaches;
+}
+
+int hcgp_srun_init(spank_t sp, int ac, char **av) {
+  /* Before srun reads its options and asks for an allocation: srun makes
+   * its own allocation unless it runs inside a job (SLURM_JOB_ID, which
+   * batch scripts, salloc shells and tasks have) or is given one (--jobid).
+   * This decides how a layout that does not fit is refused (forward.h). */
+  hcgp_state.srun_allocates =
+      !getenv("SLURM_JOB_ID") && !getenv("SLURM_JOBID") && !cmdline_attaches();
+  return hcgp_load_init(sp, ac, av);
+}
+
 /* Options are complete: read @PATH and check the syntax now, before srun
  * asks for an allocation. The task count comes later. */
 int hcgp_srun_post_opt(spank_t sp) {
@@ -19,9 +49,9 @@ int hcgp_srun_post_opt(spank_t sp) {
   return hcgp_load_layout() ? -1 : hcgp_het_post_opt();
 }
 
-/* Makes every task of the step fail before the user's program starts (see
- * forward.h for why srun must not simply fail here). The reason has been
- * printed already. */
+/* Refuses the step whose layout does not fit, its reason printed: the
+ * tasks will fail in task_init, and srun fails now if it made the job's
+ * allocation (forward.h). */
 static int refuse(uint32_t job, uint32_t step) {
   char *value = NULL;
   hcg_error err = HCG_ERROR_INIT;
@@ -32,7 +62,7 @@ static int refuse(uint32_t job, uint32_t step) {
   /* Without the variable slurmstepd refuses the tasks as well. */
   (void)setenv(HCGP_FORWARD_ENV, value, 1);
   free(value);
-  return 0;
+  return hcgp_state.srun_allocates ? -1 : 0;
 }
 
 int hcgp_srun_user_init(spank_t sp) {

@@ -4,6 +4,9 @@
  * does with it: each task gets HCG_<GRID>[_<VIEW>]_<DIM>_LOCAL=1|0, the
  * node's first task prints the step's one line, and under refuse every
  * task of a node that sees a crossing group fails before the program runs.
+ * Where the step's NVLink domains are known (stepd_domains.c), the same
+ * for the domain list: HCG_..._DOMAIN_LOCAL=1|0 and a line of its own,
+ * with a suggestion; where they cannot be learnt, one line says why.
  *
  * Runs in task_init, after the layout variables are set, on the layout
  * hcgp_task_env_keep parsed and checked for them (forward.h).
@@ -45,8 +48,7 @@ int hcgp_placement_policy(void) {
                                     : hcgp_state.args.placement;
 }
 
-/* The node's tasks, by global id; NULL when Slurm does not say. */
-static int *local_tasks(spank_t sp, int *n) {
+int *hcgp_local_tasks(spank_t sp, int *n) {
   uint32_t count = 0;
   *n = 0;
   if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &count) != ESPANK_SUCCESS ||
@@ -76,6 +78,56 @@ static void node_name(spank_t sp, char *buf, size_t cap) {
   buf[cap - 1] = '\0';
 }
 
+/* The node's first task (S_TASK_ID is an int *). */
+static int first_task(spank_t sp) {
+  int lid = 1;
+  return spank_get_item(sp, S_TASK_ID, &lid) == ESPANK_SUCCESS && lid == 0;
+}
+
+static void say(int policy, const char *line) {
+  if (policy == HCGP_PLACEMENT_REFUSE)
+    hcgp_log_error(line);
+  else
+    fprintf(stderr, HCGP_LOG_PREFIX "%s\n", line);
+}
+
+/* The domain level: variables, the node's check, and the step's line from
+ * the node that speaks. 1 when the policy refuses, -1 on an error. */
+static int domain_level(spank_t sp, const hcg_layout *L,
+                        const struct hcgp_task *t,
+                        const struct hcgp_domains *dom, const int *local,
+                        int nlocal, int policy) {
+  const char *dims = hcgp_state.args.intra_domain_dims;
+  void *arg = (void *)dom;
+  if (t->export_dims &&
+      hcg_rank_domain_env(L, (int)t->rank, dims, hcgp_domains_domain_of, arg,
+                          set_local, sp))
+    return -1;
+  struct hcgp_node_check check;
+  if (!local)
+    return 0;
+  if (hcgp_domain_check(L, dims, local, nlocal, hcgp_domains_domain_of, arg,
+                        on_this_node, sp, first_task(sp), &check))
+    return -1;
+  if (!check.crossing)
+    return 0;
+  if (check.speak) {
+    char here[HCGP_NODE_NAME_MAX + 16], there[HCGP_NODE_NAME_MAX + 16];
+    char suggestion[HCG_ERROR_MAX], line[3 * HCG_ERROR_MAX];
+    hcgp_domains_name(dom, hcgp_domains_domain_of(arg, check.example.apart[0]),
+                      here, sizeof here);
+    hcgp_domains_name(dom, hcgp_domains_domain_of(arg, check.example.apart[1]),
+                      there, sizeof there);
+    int s = hcgp_domains_suggest(dom, L, hcgp_state.args.intra_node_dims, dims,
+                                 check.example.group.size, suggestion,
+                                 sizeof suggestion);
+    hcgp_domain_line(L, &check, here, there, policy, s > 0 ? suggestion : NULL,
+                     line, sizeof line);
+    say(policy, line);
+  }
+  return policy == HCGP_PLACEMENT_REFUSE;
+}
+
 int hcgp_stepd_placement(spank_t sp, const hcg_layout *L,
                          const struct hcgp_task *t) {
   int policy = hcgp_placement_policy();
@@ -93,7 +145,25 @@ int hcgp_stepd_placement(spank_t sp, const hcg_layout *L,
                                         set_local, sp)
                : 0;
   int nlocal = 0;
-  int *local = rc ? NULL : local_tasks(sp, &nlocal);
+  int *local = rc ? NULL : hcgp_local_tasks(sp, &nlocal);
+  /* The step's domains: where known, the domain list is judged by domain
+   * and left off the node check. */
+  const struct hcgp_domains *dom = hcgp_state.args.intra_domain_dims[0] && !rc
+                                       ? hcgp_stepd_domains(sp, local, nlocal)
+                                       : NULL;
+  char node_dims[2 * HCGP_DIMS_MAX + 2];
+  if (dom && dom->state == HCGP_DOMAINS_KNOWN &&
+      hcg_placement_node_level_dims(dims, hcgp_state.args.intra_domain_dims,
+                                    node_dims, sizeof node_dims) == HCG_OK)
+    dims = node_dims;
+  else if (dom && dom->state == HCGP_DOMAINS_UNKNOWN && first_task(sp)) {
+    /* One line for the step, from its first node; another node's own
+     * reason goes to the node's log. */
+    if (dom->nodeid == 0)
+      fprintf(stderr, HCGP_LOG_PREFIX "placement: %s\n", dom->why);
+    else if (dom->this_node)
+      slurm_info(HCGP_LOG_PREFIX "placement: %s", dom->why);
+  }
   struct hcgp_node_check check;
   if (!rc && !local) {
     /* Without the node's task list the variables still stand; only the
@@ -104,20 +174,19 @@ int hcgp_stepd_placement(spank_t sp, const hcg_layout *L,
              !(rc = hcgp_node_check(L, dims, local, nlocal, on_this_node, sp,
                                     &check)) &&
              check.crossing) {
-    int lid = 1; /* S_TASK_ID is an int * */
     char here[128], line[2 * HCG_ERROR_MAX];
     /* The node's first task speaks for the node, if the node speaks. */
-    if (check.speak && spank_get_item(sp, S_TASK_ID, &lid) == ESPANK_SUCCESS &&
-        lid == 0) {
+    if (check.speak && first_task(sp)) {
       node_name(sp, here, sizeof here);
       hcgp_placement_line(L, &check, here, policy, line, sizeof line);
-      if (policy == HCGP_PLACEMENT_REFUSE)
-        hcgp_log_error(line);
-      else
-        fprintf(stderr, HCGP_LOG_PREFIX "%s\n", line);
+      say(policy, line);
     }
     if (policy == HCGP_PLACEMENT_REFUSE)
       rc = 1;
+  }
+  if (rc >= 0 && dom && dom->state == HCGP_DOMAINS_KNOWN) {
+    int drc = domain_level(sp, L, t, dom, local, nlocal, policy);
+    rc = drc < 0 ? drc : rc ? rc : drc;
   }
   if (rc < 0) {
     hcgp_log_error("the placement check failed");

@@ -71,7 +71,7 @@ for py in $pythons; do
     if ! (cd "$here" &&
           HCG_LIBRARY=$lib HCG_CLI=$cli PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} \
           HCG_REQUIRE_TORCH=$(req "$py") \
-              "$py" -B -m unittest discover -s tests 2>&1); then
+              "$py" -B -m unittest discover -v -s tests 2>&1); then
         status=1
     fi
 done

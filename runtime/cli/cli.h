@@ -16,6 +16,8 @@ struct explain_opts {
   int svg;  /* 1: --format svg */
   const hcg_placement *placement; /* --nodes/--tasks-per-node, or NULL */
   const char *dims;               /* --intra-node-dims, or NULL */
+  int domain_size;                /* --domain-size, or 0 */
+  const char *domain_dims;        /* --intra-domain-dims, or NULL */
 };
 
 int hcg_cli_explain(FILE *out, const hcg_layout *L,
@@ -31,5 +33,10 @@ int explain_json(FILE *out, const struct desc *d,
                  const struct explain_opts *opts, struct desc_rank *r);
 int explain_svg(FILE *out, const struct desc *d,
                 const struct explain_opts *opts, struct desc_rank *r);
+
+/* megatron.c: `hcg layout` and `hcg help layout`; -1 when argv is neither
+ * (main goes on), else the exit status. */
+int hcg_cli_layout_dispatch(int argc, char **argv);
+int hcg_cli_layout_help(FILE *out);
 
 #endif

@@ -158,8 +158,10 @@ struct desc *describe_layout(const hcg_layout *L) {
 }
 
 void describe_free(struct desc *d) {
-  if (d)
+  if (d) {
     free(d->placement.check);
+    free(d->placement.domain_check);
+  }
   free(d);
 }
 
@@ -169,50 +171,76 @@ int describe_node(const struct desc *d, int rank) {
   return d->placement.set ? hcg_placement_node(&d->placement.p, rank) : -1;
 }
 
+int describe_domain(const struct desc *d, int rank) {
+  return d->placement.set ? hcg_placement_domain(&d->placement.p,
+                                                 d->placement.domain_size, rank)
+                          : -1;
+}
+
+/* Where ranks are: a modelled placement, and nodes per domain. */
+struct model {
+  hcg_placement p;
+  int domain_size;
+};
+
 static int node_of(void *arg, int rank) {
-  return hcg_placement_node(arg, rank);
+  return hcg_placement_node(&((struct model *)arg)->p, rank);
+}
+
+static int domain_of(void *arg, int rank) {
+  const struct model *m = arg;
+  return hcg_placement_domain(&m->p, m->domain_size, rank);
 }
 
 /* Every group of one dim, through the check the plugin runs on a rank. */
-static void check_dim(const struct desc *d, int g, int v, int k,
-                      struct desc_check *c) {
+static void check_dim(const struct desc *d, int g, int v, int k, int domain,
+                      struct model *m, struct desc_check *c) {
   const hcg_layout *L = d->layout;
-  hcg_placement *p = (hcg_placement *)&d->placement.p;
-  hcg_request req = {g, v, 1u << k};
+  hcg_node_fn where = domain ? domain_of : node_of;
   memset(c, 0, sizeof *c);
-  c->example.grid = g;
-  c->example.view = v;
-  c->example.dim = k;
-  c->example.local = 1;
-  c->groups = hcg_request_num_groups(L, &req);
-  for (int o = 0; o < c->groups; o++) {
-    hcg_group grp;
-    int apart[2];
-    hcg_group_at(L, &req, o, &grp);
-    if (hcg_group_on_one_node(L, &grp, node_of, p, apart))
-      continue;
-    if (!c->crossing++) {
-      c->example.local = 0;
-      c->example.group = grp;
-      c->example.apart[0] = apart[0];
-      c->example.apart[1] = apart[1];
-    }
-  }
+  c->groups =
+      hcg_dim_placement(L, g, v, k, where, m, &c->crossing, &c->example);
   if (!c->crossing)
     return;
+  const char *what = domain ? "domain" : "node";
   char a[32], b[32];
-  c->node[0] = hcg_placement_node(p, c->example.apart[0]);
-  c->node[1] = hcg_placement_node(p, c->example.apart[1]);
-  snprintf(a, sizeof a, "node %d", c->node[0]);
-  snprintf(b, sizeof b, "node %d", c->node[1]);
+  c->node[0] = where(m, c->example.apart[0]);
+  c->node[1] = where(m, c->example.apart[1]);
+  snprintf(a, sizeof a, "%s %d", what, c->node[0]);
+  snprintf(b, sizeof b, "%s %d", what, c->node[1]);
   hcg_placement_message(L, &c->example, a, b, c->message, sizeof c->message);
 }
 
-int describe_placement(struct desc *d, const hcg_placement *p,
-                       const char *dims) {
-  int n = 0;
+int describe_crossing_groups(const struct desc *d, int i, desc_group_fn fn,
+                             void *arg) {
+  const struct desc_placement *pl = &d->placement;
+  if (i < 0 || i >= pl->ndomain_checks)
+    return HCG_EINVAL;
+  const hcg_placement_verdict *v = &pl->domain_check[i].example;
+  struct model m = {pl->p, pl->domain_size};
+  hcg_request req = {v->grid, v->view, 1u << v->dim};
+  int groups = hcg_request_num_groups(d->layout, &req);
+  int *members = malloc(sizeof *members * (size_t)(d->world ? d->world : 1));
+  if (!members)
+    return HCG_ENOMEM;
+  for (int o = 0; o < groups; o++) {
+    hcg_group grp;
+    hcg_group_at(d->layout, &req, o, &grp);
+    if (hcg_group_on_one_node(d->layout, &grp, domain_of, &m, NULL))
+      continue;
+    for (int k = 0; k < grp.size && k < d->world; k++)
+      members[k] = hcg_group_member(d->layout, &grp, k);
+    fn(arg, members, grp.size < d->world ? grp.size : d->world);
+  }
+  free(members);
+  return HCG_OK;
+}
+
+/* The checks of one level: the listed dims, in layout order. */
+static int check_level(struct desc *d, const char *dims, int domain,
+                       struct model *m, struct desc_check **out, int *n) {
   for (int pass = 0; pass < 2; pass++) {
-    n = 0;
+    *n = 0;
     for (int g = 0; g < d->ngrids; g++)
       for (int v = 0; v < d->grid[g].nviews; v++)
         for (int k = 0; k < d->grid[g].view[v].ndims; k++) {
@@ -220,20 +248,94 @@ int describe_placement(struct desc *d, const hcg_placement *p,
           if ((v && dim->shared) || !hcg_placement_dim_listed(dims, dim->name))
             continue;
           if (pass)
-            check_dim(d, g, v, k, &d->placement.check[n]);
-          n++;
+            check_dim(d, g, v, k, domain, m, &(*out)[*n]);
+          (*n)++;
         }
     if (!pass) {
-      free(d->placement.check);
-      d->placement.check =
-          calloc(n ? (size_t)n : 1, sizeof *d->placement.check);
-      if (!d->placement.check)
+      free(*out);
+      *out = calloc(*n ? (size_t)*n : 1, sizeof **out);
+      if (!*out)
         return HCG_ENOMEM;
-      d->placement.p = *p;
-      d->placement.set = 1;
     }
   }
-  d->placement.nchecks = n;
+  return HCG_OK;
+}
+
+/* The suggestion: another dim order, or another distribution over the
+ * same nodes (block, cyclic, and plane=S for S the size of the first group
+ * crossing domains when S divides the tasks of every node), each checked
+ * like the placement itself. */
+static void suggest(struct desc *d, struct model *now, const char *dims,
+                    const char *domain_dims) {
+  struct desc_placement *pl = &d->placement;
+  const char *names[] = {"block", "cyclic", NULL};
+  char plane[32] = "";
+  int per_node = d->world % now->p.nodes ? 0 : d->world / now->p.nodes;
+  for (int i = 0; i < pl->ndomain_checks && !plane[0]; i++) {
+    int size = pl->domain_check[i].example.group.size;
+    if (pl->domain_check[i].crossing && per_node && size < per_node &&
+        per_node % size == 0)
+      snprintf(plane, sizeof plane, "plane=%d", size);
+  }
+  names[2] = plane[0] ? plane : NULL;
+  struct model alt[3];
+  char label[3][48];
+  hcg_placement_alt alts[3];
+  int nalts = 0;
+  for (int i = 0; i < 3; i++) {
+    hcg_error err = HCG_ERROR_INIT;
+    struct model *m = &alt[nalts];
+    if (!names[i] ||
+        hcg_placement_make(d->world, now->p.tasks_per_node ? 0 : now->p.nodes,
+                           now->p.tasks_per_node, names[i], &m->p,
+                           &err) != HCG_OK)
+      continue;
+    if (m->p.distribution == now->p.distribution && m->p.plane == now->p.plane)
+      continue; /* the placement itself */
+    m->domain_size = now->domain_size;
+    snprintf(label[nalts], sizeof label[nalts], "--distribution=%s", names[i]);
+    alts[nalts].name = label[nalts];
+    alts[nalts].where = (hcg_placement_where){node_of, m, domain_of, m};
+    nalts++;
+  }
+  hcg_placement_where where = {node_of, now, domain_of, now};
+  pl->suggested =
+      hcg_placement_suggest(d->layout, dims, domain_dims, &where, alts, nalts,
+                            pl->suggestion, sizeof pl->suggestion);
+}
+
+int describe_placement(struct desc *d, const hcg_placement *p, const char *dims,
+                       int domain_size, const char *domain_dims) {
+  struct desc_placement *pl = &d->placement;
+  struct model m = {*p, domain_size > 0 ? domain_size : 0};
+  char node_dims[1024];
+  const char *level = dims;
+  if (m.domain_size) {
+    if (!domain_dims)
+      domain_dims = HCG_PLACEMENT_DEFAULT_DOMAIN_DIMS;
+    if (hcg_placement_node_level_dims(dims, domain_dims, node_dims,
+                                      sizeof node_dims))
+      return HCG_ENOMEM;
+    level = node_dims;
+  }
+  pl->p = *p;
+  pl->set = 1;
+  pl->domain_size = m.domain_size;
+  pl->ndomains =
+      m.domain_size ? (p->nodes + m.domain_size - 1) / m.domain_size : 0;
+  int rc = check_level(d, level, 0, &m, &pl->check, &pl->nchecks);
+  if (!rc && m.domain_size)
+    rc = check_level(d, domain_dims, 1, &m, &pl->domain_check,
+                     &pl->ndomain_checks);
+  if (rc || !m.domain_size)
+    return rc;
+  int crossing = 0;
+  for (int i = 0; i < pl->nchecks; i++)
+    crossing += pl->check[i].crossing > 0;
+  for (int i = 0; i < pl->ndomain_checks; i++)
+    crossing += pl->domain_check[i].crossing > 0;
+  if (crossing)
+    suggest(d, &m, dims, domain_dims);
   return HCG_OK;
 }
 

@@ -84,11 +84,11 @@ struct desc_bridge {
 };
 
 /* One placement check (describe_placement): a listed dim of a grid's
- * view, over all its groups. */
+ * view, over all its groups, at the node or the domain level. */
 struct desc_check {
-  hcg_placement_verdict example; /* the first group crossing nodes */
+  hcg_placement_verdict example; /* the first group crossing */
   int groups, crossing;          /* groups of the dim, those crossing */
-  int node[2];                   /* nodes of example.apart[0], [1] */
+  int node[2];                   /* nodes (domains) of example.apart */
   char message[HCG_ERROR_MAX];   /* hcg_placement_message, if crossing */
 };
 
@@ -96,7 +96,15 @@ struct desc_placement {
   int set; /* 0: no --nodes/--tasks-per-node; nothing below is set */
   hcg_placement p;
   int nchecks;
-  struct desc_check *check; /* owned */
+  struct desc_check *check; /* owned; the node level */
+  /* --domain-size: domains of domain_size consecutive nodes, the dims of
+   * the domain list checked against them (and left off the node level),
+   * and hcg_placement_suggest's answer when something crosses. */
+  int domain_size, ndomains; /* 0: no domains */
+  int ndomain_checks;
+  struct desc_check *domain_check; /* owned */
+  int suggested;                   /* 1 a suggestion, 0 none, < 0 not made */
+  char suggestion[HCG_ERROR_MAX];
 };
 
 struct desc {
@@ -117,11 +125,20 @@ void describe_free(struct desc *d);
 
 /* Places the ranks on nodes and checks every group of each dim listed in
  * `dims` (NULL: the default list) with the core's check, the plugin's.
- * O(world x listed dims). HCG_ENOMEM, or HCG_OK. */
-int describe_placement(struct desc *d, const hcg_placement *p,
-                       const char *dims);
-/* The node of a rank once placed (-1 before). */
+ * With domain_size > 0, every domain_size nodes form a domain and the dims
+ * of domain_dims (NULL: the default list) are checked against domains
+ * instead. O(world x listed dims), and a suggestion when a group crosses
+ * (hcg_placement_suggest). HCG_ENOMEM, or HCG_OK. */
+int describe_placement(struct desc *d, const hcg_placement *p, const char *dims,
+                       int domain_size, const char *domain_dims);
+/* The node, and the domain, of a rank once placed (-1 before). */
 int describe_node(const struct desc *d, int rank);
+int describe_domain(const struct desc *d, int rank);
+/* Calls fn with the members of each group of domain check i that crosses
+ * domains, in group order. O(groups of its dim x group size). */
+typedef void (*desc_group_fn)(void *arg, const int *members, int n);
+int describe_crossing_groups(const struct desc *d, int i, desc_group_fn fn,
+                             void *arg);
 
 /* ---- what grows with the world: one item at a time ---------------------- */
 

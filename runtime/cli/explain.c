@@ -15,7 +15,8 @@ int hcg_cli_explain(FILE *out, const hcg_layout *L,
   struct desc_rank *r = malloc(sizeof *r);
   int rc = EXIT_OTHER;
   if (d && r && opts->placement &&
-      describe_placement(d, opts->placement, opts->dims))
+      describe_placement(d, opts->placement, opts->dims, opts->domain_size,
+                         opts->domain_dims))
     r = (free(r), NULL);
   if (d && r)
     rc = (opts->svg    ? explain_svg

@@ -401,7 +401,48 @@ static void json_world(struct json *j, const struct desc *d,
   json_end_array(j);
 }
 
-/* "placement": the modelled nodes and one verdict per checked dim. */
+static void json_checks(struct json *j, const struct desc *d,
+                        const struct desc_check *c, int n, const char *inside,
+                        const char *where) {
+  json_begin_array(j);
+  for (int i = 0; i < n; i++, c++) {
+    const hcg_placement_verdict *v = &c->example;
+    const struct desc_grid *g = &d->grid[v->grid];
+    json_begin_object(j);
+    json_key(j, "grid");
+    json_string(j, g->name);
+    json_key(j, "view");
+    json_string(j, g->view[v->view].name);
+    json_key(j, "dim");
+    json_string(j, g->view[v->view].dim[v->dim].name);
+    json_key(j, inside);
+    json_bool(j, !c->crossing);
+    json_key(j, "groups");
+    json_int(j, c->groups);
+    json_key(j, "crossing");
+    json_int(j, c->crossing);
+    if (c->crossing) {
+      json_key(j, "example");
+      json_begin_object(j);
+      json_key(j, "first");
+      json_int(j, v->group.first);
+      json_key(j, "size");
+      json_int(j, v->group.size);
+      json_key(j, "ranks");
+      json_ints(j, v->apart, 2);
+      json_key(j, where);
+      json_ints(j, c->node, 2);
+      json_key(j, "message");
+      json_string(j, c->message);
+      json_end_object(j);
+    }
+    json_end_object(j);
+  }
+  json_end_array(j);
+}
+
+/* "placement": the modelled nodes and one verdict per checked dim; with
+ * domains, also one per dim of the domain list and the suggestion. */
 static void json_placement(struct json *j, const struct desc *d, int rank) {
   static const char *const names[] = {"block", "cyclic", "plane"};
   const struct desc_placement *pl = &d->placement;
@@ -422,42 +463,24 @@ static void json_placement(struct json *j, const struct desc *d, int rank) {
     json_int(j, describe_node(d, rank));
   }
   json_key(j, "checks");
-  json_begin_array(j);
-  for (int i = 0; i < pl->nchecks; i++) {
-    const struct desc_check *c = &pl->check[i];
-    const hcg_placement_verdict *v = &c->example;
-    const struct desc_grid *g = &d->grid[v->grid];
-    json_begin_object(j);
-    json_key(j, "grid");
-    json_string(j, g->name);
-    json_key(j, "view");
-    json_string(j, g->view[v->view].name);
-    json_key(j, "dim");
-    json_string(j, g->view[v->view].dim[v->dim].name);
-    json_key(j, "inside_node");
-    json_bool(j, !c->crossing);
-    json_key(j, "groups");
-    json_int(j, c->groups);
-    json_key(j, "crossing");
-    json_int(j, c->crossing);
-    if (c->crossing) {
-      json_key(j, "example");
-      json_begin_object(j);
-      json_key(j, "first");
-      json_int(j, v->group.first);
-      json_key(j, "size");
-      json_int(j, v->group.size);
-      json_key(j, "ranks");
-      json_ints(j, v->apart, 2);
-      json_key(j, "nodes");
-      json_ints(j, c->node, 2);
-      json_key(j, "message");
-      json_string(j, c->message);
-      json_end_object(j);
+  json_checks(j, d, pl->check, pl->nchecks, "inside_node", "nodes");
+  if (pl->domain_size) {
+    json_key(j, "domain_size");
+    json_int(j, pl->domain_size);
+    json_key(j, "domains");
+    json_int(j, pl->ndomains);
+    if (rank >= 0) {
+      json_key(j, "domain");
+      json_int(j, describe_domain(d, rank));
     }
-    json_end_object(j);
+    json_key(j, "domain_checks");
+    json_checks(j, d, pl->domain_check, pl->ndomain_checks, "inside_domain",
+                "domains");
+    if (pl->suggested > 0) {
+      json_key(j, "suggestion");
+      json_string(j, pl->suggestion);
+    }
   }
-  json_end_array(j);
   json_end_object(j);
 }
 

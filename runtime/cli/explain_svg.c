@@ -6,7 +6,10 @@
  * the rank's pipeline stage; consecutive ranks of one tp group share an
  * outlined box on the band. With --rank R, R is outlined in red, and the
  * members of R's groups are tinted: its tp group strongly, the others
- * lightly. Like the other printers it asks the core nothing.
+ * lightly. With --domain-size, each domain is a frame around its nodes,
+ * and each group of a domain-list dim that crosses domains marks its
+ * members with a dot of its own colour. Like the other printers it asks
+ * the core nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +26,22 @@ enum {
   GAP = 6,
   LABEL_W = 84, /* the node's name on the left */
   PAD = 12,
-  HEAD_H = 54, /* title and legend */
+  HEAD_H = 54,   /* title and legend */
+  DOMAIN_W = 22, /* the domain's frame and name, left of its nodes */
+  DOTS = 3,      /* crossing groups marked on one rank */
+  DOT_R = 4,
 };
 
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#59a14f",
                                       "#b07aa1", "#76b7b2", "#edc948",
                                       "#e15759", "#9c755f"};
 #define NCOLORS (sizeof palette / sizeof *palette)
+
+/* One colour per group crossing domains (cycled). */
+static const char *const cross_palette[] = {"#9467bd", "#17becf", "#e377c2",
+                                            "#bcbd22", "#8c564b", "#1f77b4",
+                                            "#ff7f0e", "#7f7f7f"};
+#define NCROSS (sizeof cross_palette / sizeof *cross_palette)
 
 static void put_escaped(FILE *out, const char *s) {
   for (; *s; s++) {
@@ -62,7 +74,30 @@ struct cell {
   unsigned cross;              /* bit g: this rank's tp group of grid g,
                                   when it is the group's first, has a
                                   member on another node */
+  int ndots;                   /* groups crossing domains holding it */
+  int dot[DOTS];               /* their colours (cross_palette) */
+  int dot_group[DOTS];         /* and their first members */
 };
+
+/* Marks the members of each group crossing domains (describe.h). */
+struct dotting {
+  struct cell *cells;
+  int world, next;
+};
+
+static void dot_group(void *arg, const int *members, int n) {
+  struct dotting *t = arg;
+  int color = t->next++ % (int)NCROSS;
+  for (int i = 0; i < n; i++) {
+    if (members[i] < 0 || members[i] >= t->world)
+      continue;
+    struct cell *c = &t->cells[members[i]];
+    if (c->ndots < DOTS) {
+      c->dot[c->ndots] = color;
+      c->dot_group[c->ndots++] = members[0];
+    }
+  }
+}
 
 static void fill_cell(const struct desc *d, const struct desc_rank *r,
                       struct cell *c) {
@@ -133,6 +168,13 @@ static void svg_cell(FILE *out, const struct desc *d, const struct cell *cells,
               c->x + (CELL_W - 4) / 2, y + BAND_H - 5, c->stage[g]);
   }
   fputs("</g>\n", out);
+  for (int k = 0; k < c->ndots; k++)
+    fprintf(out,
+            "<circle cx=\"%d\" cy=\"%d\" r=\"%d\" fill=\"%s\"><title>rank "
+            "%d: its group of first member %d crosses domains</title>"
+            "</circle>\n",
+            c->x + CELL_W - 8 - k * (2 * DOT_R + 1), c->y + DOT_R + 2, DOT_R,
+            cross_palette[c->dot[k]], rank, c->dot_group[k]);
 }
 
 /* One outlined box per stretch of consecutive cells of a row that share a
@@ -172,6 +214,8 @@ int explain_svg(FILE *out, const struct desc *d,
     return EXIT_OTHER;
   }
   int nodes = d->placement.set ? d->placement.p.nodes : 1;
+  int bsize = d->placement.set ? d->placement.domain_size : 0;
+  int left = PAD + (bsize ? DOMAIN_W : 0); /* where node boxes start */
   struct cell *cells = calloc((size_t)d->world, sizeof *cells);
   int *order = malloc(sizeof *order * (size_t)d->world);
   int *count = calloc((size_t)nodes + 1, sizeof *count);
@@ -197,20 +241,23 @@ int explain_svg(FILE *out, const struct desc *d,
     if (count[k] - prev > cols)
       cols = count[k] - prev < ROW_CELLS ? count[k] - prev : ROW_CELLS;
   int row_h = CELL_H + d->ngrids * BAND_H + 2 * GAP;
-  int width = 2 * PAD + LABEL_W + cols * CELL_W + 2 * GAP;
-  if (width < 560)
-    width = 560; /* room for the title and the legend */
+  int width =
+      2 * PAD + (bsize ? DOMAIN_W : 0) + LABEL_W + cols * CELL_W + 2 * GAP;
+  if (width < (bsize ? 760 : 560))
+    width = bsize ? 760 : 560; /* room for the title and the legend */
   int y = HEAD_H, at = 0;
   for (int k = 0; k < nodes; k++) {
     int first = at, n = count[k] - first;
     int rows = n ? (n + cols - 1) / cols : 1;
     for (int i = 0; i < n; i++) {
       struct cell *c = &cells[order[first + i]];
-      c->x = PAD + LABEL_W + (i % cols) * CELL_W + GAP;
+      c->x = left + LABEL_W + (i % cols) * CELL_W + GAP;
       c->y = y + GAP + (i / cols) * row_h;
     }
     at = count[k];
     y += rows * row_h + GAP;
+    if (bsize && (k + 1) % bsize == 0)
+      y += GAP; /* between domains */
   }
   int height = y + PAD;
   for (int rank = 0; rank < d->world; rank++) {
@@ -226,6 +273,10 @@ int explain_svg(FILE *out, const struct desc *d,
     }
   if (opts->rank >= 0)
     mark_groups(d, r, opts->rank, cells);
+  struct dotting dotting = {cells, d->world, 0};
+  for (int i = 0; bsize && i < d->placement.ndomain_checks; i++)
+    if (d->placement.domain_check[i].crossing)
+      describe_crossing_groups(d, i, dot_group, &dotting);
 
   fprintf(out,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -242,6 +293,8 @@ int explain_svg(FILE *out, const struct desc *d,
   fprintf(out, " (%d ranks", d->world);
   if (d->placement.set)
     fprintf(out, " on %d nodes", nodes);
+  if (bsize)
+    fprintf(out, " in %d domains of %d", d->placement.ndomains, bsize);
   fputs(")</text>\n", out);
   int lx = PAD;
   for (int g = 0; g < d->ngrids; g++) {
@@ -253,28 +306,46 @@ int explain_svg(FILE *out, const struct desc *d,
   }
   fprintf(out,
           "<text x=\"%d\" y=\"41\" font-size=\"12\">boxes: tp groups "
-          "(red dashed: across nodes); ppN: pipeline stage</text>\n",
-          lx + 10);
+          "(red dashed: across nodes); ppN: pipeline stage%s</text>\n",
+          lx + 10, dotting.next ? "; dots: groups across domains" : "");
   y = HEAD_H;
   at = 0;
   for (int k = 0; k < nodes; k++) {
     int n = count[k] - at;
     int rows = n ? (n + cols - 1) / cols : 1;
+    if (bsize && k % bsize == 0) {
+      /* The domain's frame: its nodes' boxes, as laid out above. */
+      int last = k + bsize < nodes ? k + bsize : nodes, h = 0;
+      for (int j = k, prev = at; j < last; prev = count[j++]) {
+        int m = count[j] - prev;
+        h += (m ? (m + cols - 1) / cols : 1) * row_h + GAP;
+      }
+      fprintf(out,
+              "<g><title>domain %d: nodes %d-%d</title><rect x=\"%d\" "
+              "y=\"%d\" width=\"%d\" height=\"%d\" rx=\"8\" fill=\"none\" "
+              "stroke=\"#445566\" stroke-width=\"2\"/><text x=\"%d\" "
+              "y=\"%d\" font-size=\"12\" transform=\"rotate(-90 %d %d)\">"
+              "domain %d</text></g>\n",
+              k / bsize, k, last - 1, PAD, y - GAP / 2, width - 2 * PAD, h,
+              PAD + 15, y + h / 2 + 24, PAD + 15, y + h / 2 + 24, k / bsize);
+    }
     fprintf(out,
             "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"6\" "
             "fill=\"#eef1f5\" stroke=\"#8899aa\"/>\n",
-            PAD, y, width - 2 * PAD, rows * row_h);
+            left, y, width - PAD - left - (bsize ? GAP : 0), rows * row_h);
     if (d->placement.set)
       fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"13\">node %d</text>\n",
-              PAD + 8, y + 20, k);
+              left + 8, y + 20, k);
     else
       fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"13\">ranks</text>\n",
-              PAD + 8, y + 20);
+              left + 8, y + 20);
     for (int i = 0; i < n; i++)
       svg_cell(out, d, cells, order[at + i], opts->rank);
     svg_tp_boxes(out, d, cells, order + at, n);
     at = count[k];
     y += rows * row_h + GAP;
+    if (bsize && (k + 1) % bsize == 0)
+      y += GAP;
   }
   fputs("</svg>\n", out);
   free(cells);

@@ -579,6 +579,27 @@ static void explain_text_world(FILE *out, const struct desc *d, int full,
 
 static const char *const distribution_names[] = {"block", "cyclic", "plane"};
 
+static void text_checks(FILE *out, const struct desc *d,
+                        const struct desc_check *c, int n, const char *level) {
+  for (int i = 0; i < n; i++, c++) {
+    const hcg_placement_verdict *v = &c->example;
+    const struct desc_grid *g = &d->grid[v->grid];
+    struct tw t;
+    tw_line(&t, out, 2, 6);
+    tw_printf(&t, "%s%s%s:%s ", g->name, v->view ? "/" : "",
+              v->view ? g->view[v->view].name : "",
+              g->view[v->view].dim[v->dim].name);
+    if (!c->crossing)
+      tw_printf(&t, "every group inside a %s (%d groups)", level, c->groups);
+    else {
+      tw_printf(&t, "%d of %d groups cross %ss; ", c->crossing, c->groups,
+                level);
+      tw_text(&t, c->message);
+    }
+    tw_newline(&t);
+  }
+}
+
 static void text_placement(FILE *out, const struct desc *d, int rank) {
   const struct desc_placement *pl = &d->placement;
   if (!pl->set)
@@ -589,26 +610,24 @@ static void text_placement(FILE *out, const struct desc *d, int rank) {
     fprintf(out, "=%d", pl->p.plane);
   if (pl->p.tasks_per_node)
     fprintf(out, ", %d tasks per node", pl->p.tasks_per_node);
+  if (pl->domain_size)
+    fprintf(out, ", %d domain%s of %d nodes", pl->ndomains,
+            pl->ndomains == 1 ? "" : "s", pl->domain_size);
   fputc('\n', out);
-  if (rank >= 0)
+  if (rank >= 0 && pl->domain_size)
+    fprintf(out, "  rank %d is on node %d, domain %d\n", rank,
+            describe_node(d, rank), describe_domain(d, rank));
+  else if (rank >= 0)
     fprintf(out, "  rank %d is on node %d\n", rank, describe_node(d, rank));
-  if (!pl->nchecks)
+  if (!pl->nchecks && !pl->ndomain_checks)
     fputs("  no dim of the layout is on the intra-node list\n", out);
-  for (int i = 0; i < pl->nchecks; i++) {
-    const struct desc_check *c = &pl->check[i];
-    const hcg_placement_verdict *v = &c->example;
-    const struct desc_grid *g = &d->grid[v->grid];
+  text_checks(out, d, pl->check, pl->nchecks, "node");
+  text_checks(out, d, pl->domain_check, pl->ndomain_checks, "domain");
+  if (pl->domain_size && pl->suggestion[0]) {
     struct tw t;
     tw_line(&t, out, 2, 6);
-    tw_printf(&t, "%s%s%s:%s ", g->name, v->view ? "/" : "",
-              v->view ? g->view[v->view].name : "",
-              g->view[v->view].dim[v->dim].name);
-    if (!c->crossing)
-      tw_printf(&t, "every group inside a node (%d groups)", c->groups);
-    else {
-      tw_printf(&t, "%d of %d groups cross nodes; ", c->crossing, c->groups);
-      tw_text(&t, c->message);
-    }
+    tw_printf(&t, "%s", pl->suggested > 0 ? "suggestion: " : "");
+    tw_text(&t, pl->suggestion);
     tw_newline(&t);
   }
 }

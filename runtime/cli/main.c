@@ -20,9 +20,11 @@ static const char usage_text[] =
     "       hcg explain [-n N] [--language NAME] LAYOUT [--rank R]\n"
     "                   [--format text|json|svg] [--full] [PLACEMENT]\n"
     "       hcg env     [-n N] [--language NAME] LAYOUT --rank R\n"
+    "       hcg layout  --megatron ARGS -n N [--encoder-name NAME]\n"
     "       hcg help [COMMAND] | hcg COMMAND --help | hcg --version\n"
     "PLACEMENT: --nodes N | --tasks-per-node K, [--distribution D]\n"
-    "           [--intra-node-dims DIMS]\n";
+    "           [--intra-node-dims DIMS] [--domain-size B]\n"
+    "           [--intra-domain-dims DIMS]\n";
 
 static const char help_text[] =
     "\n"
@@ -38,6 +40,7 @@ static const char help_text[] =
     "  explain  grids, views, rank coordinates, each grid's process groups,\n"
     "           embedding groups, MIMO roles and bridges (--full: all)\n"
     "  env      the HCG_* variables the plugin exports to task R\n"
+    "  layout   the layout Megatron-LM builds from its parallel arguments\n"
     "\n"
     "options:\n"
     "  -n, --world N        ranks in the world (the step's task count); may "
@@ -57,6 +60,14 @@ static const char help_text[] =
     "  -m, --distribution D block (default), cyclic or plane=P, as srun's\n"
     "      --intra-node-dims DIMS  dims checked "
     "(default " HCG_PLACEMENT_DEFAULT_DIMS ")\n"
+    "  -B, --domain-size B  every B consecutive nodes form an NVLink domain\n"
+    "                       (a block, a rack): the dims of\n"
+    "                       --intra-domain-dims are checked against domains\n"
+    "                       instead of nodes, with a suggestion when a group\n"
+    "                       crosses\n"
+    "      --intra-domain-dims DIMS  dims checked against domains (default\n"
+    "                       " HCG_PLACEMENT_DEFAULT_DOMAIN_DIMS
+    "; none: no dim)\n"
     "  -h, --help           this help\n"
     "  -V, --version        print the version\n"
     "\n"
@@ -81,7 +92,12 @@ static const struct {
      "with the column and a caret when the layout is refused.\n"
      "With --nodes N or --tasks-per-node K (and --distribution), also a\n"
      "line per intra-node dim saying whether its groups stay inside a\n"
-     "node, and for one that crosses nodes the plugin's warning on stderr.\n"},
+     "node, and for one that crosses nodes the plugin's warning on stderr.\n"
+     "With --domain-size B, the dims of --intra-domain-dims are checked\n"
+     "against domains of B nodes instead, a line each, and when a group\n"
+     "crosses its node or domain a last line 'placement: suggestion: ...'\n"
+     "names a dim order or a --distribution that keeps every group inside\n"
+     "(computed by checking it, as the plugin says it in its warning).\n"},
     {"enum",
      "usage: hcg enum [-n N] [--language NAME] LAYOUT SPEC\n"
      "\n"
@@ -107,14 +123,18 @@ static const struct {
      "more than 1024 members is given as \"ranges\" (first, terms).\n"
      "--nodes N / --tasks-per-node K: where the ranks land and whether\n"
      "each intra-node dim's groups stay inside a node (JSON: placement).\n"
+     "--domain-size B: the same for domains of B nodes (JSON:\n"
+     "placement.domain_checks, placement.suggestion).\n"
      "--format svg: a picture of the ranks on their nodes; each module a\n"
      "coloured band, each tp group a box, pp stages labelled; --rank R\n"
-     "highlights R's groups.\n"},
+     "highlights R's groups; with --domain-size, each domain a frame\n"
+     "around its nodes and each group crossing domains a colour of its own.\n"},
     {"env", "usage: hcg env [-n N] [--language NAME] [PLACEMENT] LAYOUT "
             "--rank R\n"
             "\n"
             "Prints the HCG_* variables the plugin exports to task R; with\n"
-            "--nodes or --tasks-per-node also its HCG_*_LOCAL.\n"},
+            "--nodes or --tasks-per-node also its HCG_*_LOCAL, and with\n"
+            "--domain-size its HCG_*_DOMAIN_LOCAL.\n"},
     {"help", "usage: hcg help [COMMAND]\n"
              "\n"
              "Prints the general help, or the help of COMMAND.\n"},
@@ -147,8 +167,8 @@ struct options {
   int json;
   int full;
   int svg;
-  int nodes, tasks_per_node;
-  const char *distribution, *dims;
+  int nodes, tasks_per_node, domain_size;
+  const char *distribution, *dims, *domain_dims;
   const char *layout;
   const char *spec;
 };
@@ -189,12 +209,14 @@ static int parse_args(int argc, char **argv, struct options *o) {
       {"tasks-per-node", required_argument, NULL, 'K'},
       {"distribution", required_argument, NULL, 'm'},
       {"intra-node-dims", required_argument, NULL, 'D'},
+      {"domain-size", required_argument, NULL, 'B'},
+      {"intra-domain-dims", required_argument, NULL, 'E'},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {NULL, 0, NULL, 0}};
   int c;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+n:l:r:f:N:m:hV", longopts, NULL)) !=
+  while ((c = getopt_long(argc, argv, "+n:l:r:f:N:m:B:hV", longopts, NULL)) !=
              -1 ||
          optind < argc) {
     if (c == -1) {
@@ -261,6 +283,19 @@ static int parse_args(int argc, char **argv, struct options *o) {
                            optarg);
       o->dims = optarg;
       break;
+    case 'B':
+      if (parse_count(optarg, 1, &o->domain_size))
+        return usage_error("--domain-size wants a positive number of nodes, "
+                           "got '%s'",
+                           optarg);
+      break;
+    case 'E':
+      if (strcmp(optarg, "none") && !hcg_placement_dims_valid(optarg))
+        return usage_error("--intra-domain-dims wants dim names separated "
+                           "by commas, or none, got '%s'",
+                           optarg);
+      o->domain_dims = strcmp(optarg, "none") ? optarg : "";
+      break;
     case 'h':
       print_help(o->cmd == (enum command) - 1 ? NULL : command_names[o->cmd]);
       exit(0);
@@ -290,6 +325,11 @@ static int parse_args(int argc, char **argv, struct options *o) {
   if ((o->distribution || o->dims) && !o->nodes && !o->tasks_per_node)
     return usage_error("%s", "--distribution and --intra-node-dims need "
                              "--nodes or --tasks-per-node");
+  if ((o->domain_size || o->domain_dims) && !o->nodes && !o->tasks_per_node)
+    return usage_error("%s", "--domain-size and --intra-domain-dims need "
+                             "--nodes or --tasks-per-node");
+  if (o->domain_dims && !o->domain_size)
+    return usage_error("%s", "--intra-domain-dims needs --domain-size");
   if ((o->nodes || o->tasks_per_node) && o->cmd == CMD_ENUM)
     return usage_error("%s", "enum takes no placement");
   return 0;
@@ -322,45 +362,81 @@ static int print_env_var(void *arg, const char *name, const char *value) {
   return 0;
 }
 
+struct model {
+  const hcg_placement *p;
+  int domain_size;
+};
+
 static int placement_node(void *arg, int rank) {
-  return hcg_placement_node(arg, rank);
+  return hcg_placement_node(((struct model *)arg)->p, rank);
 }
 
-/* check: one line per checked dim; a dim whose groups cross nodes also
- * gets the plugin's warning on stderr. */
-static int print_placement(const hcg_layout *L, const hcg_placement *p,
-                           const char *dims) {
-  struct desc *d = describe_layout(L);
-  if (!d || describe_placement(d, p, dims)) {
-    describe_free(d);
-    fputs("hcg: out of memory\n", stderr);
-    return EXIT_OTHER;
-  }
-  for (int i = 0; i < d->placement.nchecks; i++) {
-    const struct desc_check *c = &d->placement.check[i];
+static int placement_domain(void *arg, int rank) {
+  const struct model *m = arg;
+  return hcg_placement_domain(m->p, m->domain_size, rank);
+}
+
+static void print_checks(const struct desc *d, const struct desc_check *c,
+                         int n, const char *level) {
+  for (int i = 0; i < n; i++, c++) {
     const hcg_placement_verdict *v = &c->example;
     const struct desc_grid *g = &d->grid[v->grid];
     printf("placement: %s%s%s:%s: ", g->name, v->view ? "/" : "",
            v->view ? g->view[v->view].name : "",
            g->view[v->view].dim[v->dim].name);
     if (c->crossing)
-      printf("%d of %d groups cross nodes\n", c->crossing, c->groups);
+      printf("%d of %d groups cross %ss\n", c->crossing, c->groups, level);
     else
-      printf("every group inside a node (%d groups)\n", c->groups);
+      printf("every group inside a %s (%d groups)\n", level, c->groups);
     if (c->crossing)
       fprintf(stderr, "hcg: warning: placement: %s\n", c->message);
   }
+}
+
+/* check: one line per checked dim; a dim whose groups cross nodes (or
+ * domains) also gets the plugin's warning on stderr; with domains, a
+ * suggestion when anything crosses. */
+static int print_placement(const hcg_layout *L, const hcg_placement *p,
+                           const struct options *o) {
+  struct desc *d = describe_layout(L);
+  if (!d || describe_placement(d, p, o->dims, o->domain_size, o->domain_dims)) {
+    describe_free(d);
+    fputs("hcg: out of memory\n", stderr);
+    return EXIT_OTHER;
+  }
+  const struct desc_placement *pl = &d->placement;
+  print_checks(d, pl->check, pl->nchecks, "node");
+  print_checks(d, pl->domain_check, pl->ndomain_checks, "domain");
+  if (pl->domain_size && pl->suggestion[0])
+    printf("placement: %s%s\n", pl->suggested > 0 ? "suggestion: " : "",
+           pl->suggestion);
   describe_free(d);
   return 0;
 }
 
 int main(int argc, char **argv) {
-  struct options o = {
-      (enum command) - 1, 0, NULL, -1, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL};
+  struct options o = {(enum command) - 1,
+                      0,
+                      NULL,
+                      -1,
+                      0,
+                      0,
+                      0,
+                      0,
+                      0,
+                      0,
+                      NULL,
+                      NULL,
+                      NULL,
+                      NULL,
+                      NULL};
   if (argc < 2) {
     fputs(usage_text, stderr);
     return EXIT_USAGE;
   }
+  int rc = hcg_cli_layout_dispatch(argc, argv);
+  if (rc >= 0)
+    return rc;
   if (!strcmp(argv[1], "help")) {
     if (argc > 3)
       return usage_error("%s", "help takes at most one COMMAND");
@@ -368,7 +444,7 @@ int main(int argc, char **argv) {
       return usage_error("no help for '%s': not a command", argv[2]);
     return 0;
   }
-  int rc = parse_args(argc, argv, &o);
+  rc = parse_args(argc, argv, &o);
   if (rc)
     return rc;
 
@@ -404,22 +480,28 @@ int main(int argc, char **argv) {
   case CMD_CHECK:
     puts(hcg_layout_text(L));
     if (placed)
-      rc = print_placement(L, &place, o.dims);
+      rc = print_placement(L, &place, &o);
     break;
   case CMD_ENUM:
     rc = print_enum(L, o.spec);
     break;
   case CMD_EXPLAIN: {
     struct explain_opts eo = {
-        o.rank, o.json, o.full, o.svg, placed ? &place : NULL, o.dims};
+        o.rank, o.json,        o.full,       o.svg, placed ? &place : NULL,
+        o.dims, o.domain_size, o.domain_dims};
     rc = hcg_cli_explain(stdout, L, &eo);
     break;
   }
   case CMD_ENV:
     hcg_rank_env(L, o.rank, print_env_var, NULL);
-    if (placed)
-      hcg_rank_placement_env(L, o.rank, o.dims, placement_node, &place,
+    if (placed) {
+      struct model m = {&place, o.domain_size};
+      hcg_rank_placement_env(L, o.rank, o.dims, placement_node, &m,
                              print_env_var, NULL);
+      if (o.domain_size)
+        hcg_rank_domain_env(L, o.rank, o.domain_dims, placement_domain, &m,
+                            print_env_var, NULL);
+    }
     break;
   }
   hcg_layout_free(L);

@@ -139,6 +139,15 @@ int hcg__validate(struct hcg_layout *L, const struct hcg_source *src,
                   const char *language, hcg_error *err);
 /* Builds L->text. */
 int hcg__print_canonical(struct hcg_layout *L, hcg_error *err);
+/* The canonical text with dim `from` of grid g's view v moved to position
+ * `to`, the other dims keeping their order (g < 0: no move). */
+void hcg__print_moved(struct hcg_buf *b, const struct hcg_layout *L, int g,
+                      int v, int from, int to);
+/* Grid g's view v as one item a user would write: "tp=2,dp=4" for the
+ * one grid named world, "llm:..." or "llm@8:..." for a grid, "llm/expert:..."
+ * for a view. */
+void hcg__print_item(struct hcg_buf *b, const struct hcg_layout *L, int g,
+                     int v);
 
 /* ---- env.c ------------------------------------------------------------- */
 /* "HCG_<GRID>[_<VIEW>]_<DIM>" upper-cased, the stem of _RANK and _SIZE. */

@@ -86,12 +86,8 @@ int hcg_placement_node(const hcg_placement *p, int rank) {
 
 /* ---- the policy list ---------------------------------------------------- */
 
-int hcg_placement_dim_listed(const char *dims, const char *name) {
-  if (!name)
-    return 0;
-  if (!dims)
-    dims = HCG_PLACEMENT_DEFAULT_DIMS;
-  size_t n = strlen(name);
+/* Whether the n bytes at name are one item of the list. */
+static int listed_n(const char *dims, const char *name, size_t n) {
   for (const char *p = dims; *p;) {
     size_t k = strcspn(p, ",");
     if (k == n && !memcmp(p, name, n))
@@ -101,6 +97,35 @@ int hcg_placement_dim_listed(const char *dims, const char *name) {
       p++;
   }
   return 0;
+}
+
+int hcg_placement_dim_listed(const char *dims, const char *name) {
+  if (!name)
+    return 0;
+  return listed_n(dims ? dims : HCG_PLACEMENT_DEFAULT_DIMS, name, strlen(name));
+}
+
+int hcg_placement_node_level_dims(const char *node_dims,
+                                  const char *domain_dims, char *out,
+                                  size_t cap) {
+  if (!out)
+    return HCG_EINVAL;
+  if (!node_dims)
+    node_dims = HCG_PLACEMENT_DEFAULT_DIMS;
+  if (!domain_dims)
+    domain_dims = HCG_PLACEMENT_DEFAULT_DOMAIN_DIMS;
+  struct hcg_buf b;
+  hcg__buf_init(&b, out, cap);
+  int kept = 0;
+  for (const char *p = node_dims; *p;) {
+    size_t k = strcspn(p, ",");
+    if (k && !listed_n(domain_dims, p, k))
+      hcg__buf_printf(&b, "%s%.*s", kept++ ? "," : "", (int)k, p);
+    p += k;
+    if (*p)
+      p++;
+  }
+  return hcg__buf_truncated(&b) ? HCG_ELIMIT : HCG_OK;
 }
 
 int hcg_placement_dims_valid(const char *dims) {
@@ -192,15 +217,16 @@ int hcg_rank_placement(const hcg_layout *L, int rank, const char *dims,
 
 struct env_walk {
   const hcg_layout *L;
+  const char *suffix; /* "_LOCAL" or "_DOMAIN_LOCAL" */
   hcg_env_fn fn;
   void *arg;
 };
 
 static int emit_env(void *arg, const hcg_placement_verdict *v) {
   struct env_walk *w = arg;
-  char name[4 + 3 * HCG_NAME_BUF + 8];
-  hcg__env_stem(name, sizeof name - 6, w->L, v->grid, v->view, v->dim);
-  strcat(name, "_LOCAL");
+  char name[4 + 3 * HCG_NAME_BUF + 16];
+  hcg__env_stem(name, sizeof name - 14, w->L, v->grid, v->view, v->dim);
+  strcat(name, w->suffix);
   return w->fn(w->arg, name, v->local ? "1" : "0");
 }
 
@@ -209,8 +235,61 @@ int hcg_rank_placement_env(const hcg_layout *L, int rank, const char *dims,
                            void *arg) {
   if (!fn)
     return HCG_EINVAL;
-  struct env_walk w = {L, fn, arg};
+  struct env_walk w = {L, "_LOCAL", fn, arg};
   return hcg_rank_placement(L, rank, dims, node, node_arg, emit_env, &w);
+}
+
+/* ---- domains ------------------------------------------------------------ */
+
+int hcg_placement_domain(const hcg_placement *p, int domain_size, int rank) {
+  int node = domain_size > 0 ? hcg_placement_node(p, rank) : -1;
+  return node < 0 ? -1 : node / domain_size;
+}
+
+int hcg_rank_domain_env(const hcg_layout *L, int rank, const char *dims,
+                        hcg_node_fn domain, void *domain_arg, hcg_env_fn fn,
+                        void *arg) {
+  if (!fn)
+    return HCG_EINVAL;
+  struct env_walk w = {L, "_DOMAIN_LOCAL", fn, arg};
+  return hcg_rank_placement(L, rank,
+                            dims ? dims : HCG_PLACEMENT_DEFAULT_DOMAIN_DIMS,
+                            domain, domain_arg, emit_env, &w);
+}
+
+int hcg_dim_placement(const hcg_layout *L, int grid, int view, int dim,
+                      hcg_node_fn where, void *where_arg, int *crossing,
+                      hcg_placement_verdict *example) {
+  if (!L || !where || !hcg__valid_view(L, grid, view) || dim < 0 ||
+      dim >= L->grids[grid].views[view].ndims)
+    return -HCG_EINVAL;
+  hcg_request req = {grid, view, 1u << dim};
+  hcg_placement_verdict first;
+  memset(&first, 0, sizeof first);
+  first.grid = grid;
+  first.view = view;
+  first.dim = dim;
+  first.local = 1;
+  int groups = hcg_request_num_groups(L, &req), cross = 0;
+  for (int o = 0; o < groups; o++) {
+    hcg_group grp;
+    int apart[2];
+    if (hcg_group_at(L, &req, o, &grp) != HCG_OK)
+      return -HCG_EINVAL;
+    if (hcg_group_on_one_node(L, &grp, where, where_arg, apart))
+      continue;
+    if (!cross++) {
+      first.local = 0;
+      first.group = grp;
+      first.apart[0] = apart[0];
+      first.apart[1] = apart[1];
+    }
+  }
+  if (crossing)
+    *crossing = cross;
+  if (example)
+    *example = first;
+  return groups;
 }
 
 void hcg_placement_message(const hcg_layout *L, const hcg_placement_verdict *v,

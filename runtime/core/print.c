@@ -4,13 +4,27 @@
  * HCG_LAYOUT, so it must parse back to the same layout.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
-static void print_view(struct hcg_buf *b, const struct hcg_view *v) {
-  for (int d = 0; d < v->ndims; d++) {
-    const struct hcg_dim *dim = &v->dims[d];
-    if (d)
+/* The dim printed at position i when dim `from` moves to position `to`
+ * (from < 0: no move). */
+static int moved_index(int i, int from, int to) {
+  if (from < 0 || from == to)
+    return i;
+  if (i == to)
+    return from;
+  if (to < from) /* the dims from `to` on shift right by one */
+    return i > to && i <= from ? i - 1 : i;
+  return i >= from && i < to ? i + 1 : i;
+}
+
+static void print_view(struct hcg_buf *b, const struct hcg_view *v, int from,
+                       int to) {
+  for (int i = 0; i < v->ndims; i++) {
+    const struct hcg_dim *dim = &v->dims[moved_index(i, from, to)];
+    if (i)
       hcg__buf_puts(b, ",");
     if (dim->shared)
       hcg__buf_puts(b, dim->name);
@@ -19,16 +33,33 @@ static void print_view(struct hcg_buf *b, const struct hcg_view *v) {
   }
 }
 
-static void print_layout(struct hcg_buf *b, const struct hcg_layout *L) {
-  for (int g = 0; g < L->ngrids; g++) {
-    const struct hcg_grid *grid = &L->grids[g];
-    hcg__buf_printf(b, "%s%s@%d:", g ? ";" : "", grid->name, grid->offset);
-    print_view(b, &grid->views[0]);
-    for (int v = 1; v < grid->nviews; v++) {
-      hcg__buf_printf(b, ";%s/%s:", grid->name, grid->views[v].name);
-      print_view(b, &grid->views[v]);
+void hcg__print_moved(struct hcg_buf *b, const struct hcg_layout *L, int g,
+                      int v, int from, int to) {
+  for (int k = 0; k < L->ngrids; k++) {
+    const struct hcg_grid *grid = &L->grids[k];
+    hcg__buf_printf(b, "%s%s@%d:", k ? ";" : "", grid->name, grid->offset);
+    print_view(b, &grid->views[0], k == g && v == 0 ? from : -1, to);
+    for (int w = 1; w < grid->nviews; w++) {
+      hcg__buf_printf(b, ";%s/%s:", grid->name, grid->views[w].name);
+      print_view(b, &grid->views[w], k == g && v == w ? from : -1, to);
     }
   }
+}
+
+void hcg__print_item(struct hcg_buf *b, const struct hcg_layout *L, int g,
+                     int v) {
+  const struct hcg_grid *grid = &L->grids[g];
+  if (v)
+    hcg__buf_printf(b, "%s/%s:", grid->name, grid->views[v].name);
+  else if (L->ngrids > 1)
+    hcg__buf_printf(b, "%s@%d:", grid->name, grid->offset);
+  else if (grid->nviews > 1 || strcmp(grid->name, "world"))
+    hcg__buf_printf(b, "%s:", grid->name);
+  print_view(b, &grid->views[v], -1, 0);
+}
+
+static void print_layout(struct hcg_buf *b, const struct hcg_layout *L) {
+  hcg__print_moved(b, L, -1, -1, -1, 0);
 }
 
 int hcg__print_canonical(struct hcg_layout *L, hcg_error *err) {

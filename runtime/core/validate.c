@@ -260,15 +260,23 @@ struct env_stem {
   int grid, view, dim;
 };
 
+/* Where a dim is in the layout: later dims compare greater. */
+static int position(const struct env_stem *s) {
+  return (s->grid * 64 + s->view) * 64 + s->dim;
+}
+
 static int cmp_stems(const void *a, const void *b) {
   const struct env_stem *x = a, *y = b;
   int c = strcmp(x->stem, y->stem);
   if (c)
     return c;
   /* Equal stems: order by position so the later one is reported. */
-  const int kx = (x->grid * 64 + x->view) * 64 + x->dim;
-  const int ky = (y->grid * 64 + y->view) * 64 + y->dim;
+  const int kx = position(x), ky = position(y);
   return (kx > ky) - (kx < ky);
+}
+
+static int cmp_stem_key(const void *key, const void *elem) {
+  return strcmp(key, ((const struct env_stem *)elem)->stem);
 }
 
 static void describe_stem(struct hcg_buf *b, const struct hcg_layout *L,
@@ -328,6 +336,31 @@ int hcg__check_names(const struct hcg_layout *L, const struct hcg_source *src,
                       "%s and %s would both be exported as %s_RANK; rename "
                       "one",
                       a, b, stems[i].stem);
+  }
+  /* A domain verdict, stem + "_DOMAIN_LOCAL", against the node verdict of
+   * a dim whose stem is stem + "_DOMAIN" (grid "a" dims "b" and
+   * "b_domain"). */
+  for (int i = 0; i < n && !rc; i++) {
+    char key[sizeof stems[i].stem + 8];
+    snprintf(key, sizeof key, "%s_DOMAIN", stems[i].stem);
+    const struct env_stem *o =
+        bsearch(key, stems, (size_t)n, sizeof *stems, cmp_stem_key);
+    if (!o)
+      continue;
+    char a[256], b[256];
+    struct hcg_buf ab, bb;
+    hcg__buf_init(&ab, a, sizeof a);
+    hcg__buf_init(&bb, b, sizeof b);
+    describe_stem(&ab, L, &stems[i]);
+    describe_stem(&bb, L, o);
+    const struct env_stem *later =
+        position(&stems[i]) > position(o) ? &stems[i] : o;
+    const struct hcg_dim *dim =
+        &L->grids[later->grid].views[later->view].dims[later->dim];
+    rc = hcg__fail_at(err, HCG_ELAYOUT, src, dim->pos,
+                      "the domain verdict of %s and the node verdict of %s "
+                      "would both be exported as %s_LOCAL; rename one",
+                      a, b, key);
   }
   free(stems);
   return rc;

@@ -748,8 +748,11 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
                        cr.status ? &scratch : &cr.own);
   cr.status = cr.status ? cr.status : rc;
   if ((rc = hcgrt_exchange_fence(ctx, ctx->timeout_s, "the group exchange",
-                                 err)))
+                                 err))) {
+    if (rc == HCG_ETIMEOUT)
+      hcgrt_exchange_blame(ctx, &cr.plan, epoch, err);
     return finish(&cr, rc, err);
+  }
 
   /* Groups with a member that failed already are left alone by all. */
   if (agree_phase(ctx, &cr, NULL, epoch, HCGRT_AGREE_READY, cr.v1, &rc, err))

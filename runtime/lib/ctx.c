@@ -241,27 +241,31 @@ static int check_pmix(hcg_ctx *ctx, int mode, hcg_error *err) {
   return HCG_OK;
 }
 
-/* The placement verdicts the plugin set (HCG_*_LOCAL, scope
- * HCG_ENV_PLACEMENT): 1 or 0; anything else in such a variable is an
- * error, an absent one is "not checked" (-1). */
-static int read_node_local(const struct envsrc *env, hcg_ctx *ctx,
-                           hcg_error *err) {
-  memset(ctx->node_local, -1, sizeof ctx->node_local);
+/* The placement verdicts the plugin set (HCG_*_LOCAL and
+ * HCG_*_DOMAIN_LOCAL, scope HCG_ENV_PLACEMENT): 1 or 0; anything else in
+ * such a variable is an error, an absent one is "not checked" (-1). */
+static int
+read_verdicts(const struct envsrc *env, hcg_ctx *ctx, const char *suffix,
+              signed char out[HCG_MAX_GRIDS][1 + HCG_MAX_VIEWS][HCG_MAX_DIMS],
+              hcg_error *err) {
+  memset(out, -1,
+         sizeof(signed char) * HCG_MAX_GRIDS * (1 + HCG_MAX_VIEWS) *
+             HCG_MAX_DIMS);
   const hcg_layout *L = ctx->layout;
   for (int i = 0; i < ctx->ngrids; i++) {
     int g = ctx->grids[i];
     for (int v = 0; v < hcg_grid_num_views(L, g); v++)
       for (int d = 0; d < hcg_view_num_dims(L, g, v); d++) {
-        char name[4 + 3 * (HCG_MAX_NAME + 1) + 8];
-        hcg__env_stem(name, sizeof name - 6, L, g, v, d);
-        strcat(name, "_LOCAL");
+        char name[4 + 3 * (HCG_MAX_NAME + 1) + 16];
+        hcg__env_stem(name, sizeof name - 14, L, g, v, d);
+        strcat(name, suffix);
         const char *val = env_get(env, name);
         if (!val)
           continue;
         if (strcmp(val, "0") && strcmp(val, "1"))
           return hcg__fail(err, HCG_EENV, "%s is '%.20s', not 0 or 1", name,
                            val);
-        ctx->node_local[g][v][d] = (signed char)(val[0] - '0');
+        out[g][v][d] = (signed char)(val[0] - '0');
       }
   }
   return HCG_OK;
@@ -317,7 +321,9 @@ int hcg_ctx_init(const hcg_ctx_config *user, hcg_ctx **out, hcg_error *err) {
     for (int g = 0; g < ng; g++)
       if (hcg_grid_contains(ctx->layout, g, ctx->rank))
         ctx->grids[ctx->ngrids++] = g;
-    rc = read_node_local(&env, ctx, err);
+    rc = read_verdicts(&env, ctx, "_LOCAL", ctx->node_local, err);
+    if (!rc)
+      rc = read_verdicts(&env, ctx, "_DOMAIN_LOCAL", ctx->domain_local, err);
   }
   if (!rc) {
     rc = check_pmix(ctx, cfg->pmix, err);
@@ -335,6 +341,13 @@ int hcg_ctx_node_local(const hcg_ctx *ctx, int grid, int view, int dim) {
       view > HCG_MAX_VIEWS || dim < 0 || dim >= HCG_MAX_DIMS)
     return -1;
   return ctx->node_local[grid][view][dim];
+}
+
+int hcg_ctx_domain_local(const hcg_ctx *ctx, int grid, int view, int dim) {
+  if (!ctx || grid < 0 || grid >= HCG_MAX_GRIDS || view < 0 ||
+      view > HCG_MAX_VIEWS || dim < 0 || dim >= HCG_MAX_DIMS)
+    return -1;
+  return ctx->domain_local[grid][view][dim];
 }
 
 void hcg_ctx_free(hcg_ctx *ctx) {

@@ -1,12 +1,22 @@
 /*
  * pmix.c - the few PMIx calls libhcg makes, each bounded in time.
  *
- * The fence is issued non-blocking and awaited with a deadline of our own
- * (the PMIx timeout plus a grace period), so that a PMIx server that
- * ignores PMIX_TIMEOUT still cannot hang the caller. What its callback
- * touches lives in a heap block that the last of the caller and the
- * callback frees: a caller that gives up never leaves PMIx a dangling
- * pointer. Gets carry PMIX_TIMEOUT (see hcgrt_pmix_get_all).
+ * The fence is issued non-blocking and awaited with a deadline of our own,
+ * the caller's timeout. The PMIx server gets twice as long (PMIX_TIMEOUT,
+ * at least GRACE_S more), only so that it drops the fence some time after
+ * we gave up and a process arriving after that still times out. Our
+ * deadline must come first: when the server's own timeout fires, PMIx
+ * 5.0.7 tells the first local process of the fence that it timed out and
+ * every other local process that it succeeded (its _mdxcbfunc packs the
+ * status for the first reply, then overwrites it with the result of
+ * PMIX_GDS_MARK_MODEX_COMPLETE; fixed upstream by openpmix commit
+ * 75d11d40e, in no release yet), so a success that comes from the
+ * server's timeout would be a lie. (A local process that reaches the fence
+ * a whole timeout after the node's first can still be told one; by then
+ * the first has failed.) What the callback touches lives in a
+ * heap block that the last of the caller and the callback frees: a caller
+ * that gives up never leaves PMIx a dangling pointer. Gets carry
+ * PMIX_TIMEOUT (see hcgrt_pmix_get_all).
  */
 #include "config.h"
 
@@ -92,7 +102,7 @@ int hcgrt_pmix_get_each(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
 
 _Static_assert(PMIX_MAX_KEYLEN == 511, "exchange.c assumes 511");
 
-/* Seconds we wait beyond the PMIx timeout before giving up ourselves. */
+/* The least the PMIx server waits for a fence beyond our own deadline. */
 enum { GRACE_S = 2 };
 
 struct hcgrt_pmix {
@@ -213,10 +223,14 @@ int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
   return HCG_OK;
 }
 
+static void free_orphans(void);
+
 void hcgrt_pmix_close(struct hcgrt_pmix *px) {
   if (!px)
     return;
   PMIx_Finalize(NULL, 0);
+  if (!PMIx_Initialized())
+    free_orphans();
   free(px->debug_requests);
   free(px);
 }
@@ -278,7 +292,16 @@ struct waitblock {
   pmix_status_t status;
   pmix_info_t info[2];
   int ninfo;
+  struct waitblock *prev, *next; /* on the orphans list when abandoned */
 };
+
+/* Blocks whose caller gave up, until their last callback runs. PMIx may
+ * never run it: PMIx_Finalize drops a fence still pending at the server
+ * without calling back. Listed here, such a block stays reachable, and is
+ * freed once PMIx is finalized for good (no callback can run after that).
+ * Lock order: orphans_mu before a block's mu. */
+static pthread_mutex_t orphans_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct waitblock *orphans;
 
 static void waitblock_free(struct waitblock *wb) {
   for (int i = 0; i < wb->ninfo; i++)
@@ -318,28 +341,59 @@ static void waitblock_done(struct waitblock *wb, pmix_status_t st) {
   if (last && !gone)
     pthread_cond_signal(&wb->cv);
   pthread_mutex_unlock(&wb->mu);
-  if (last && gone)
-    waitblock_free(wb);
+  if (!last || !gone)
+    return;
+  pthread_mutex_lock(&orphans_mu);
+  if (wb->prev)
+    wb->prev->next = wb->next;
+  else
+    orphans = wb->next;
+  if (wb->next)
+    wb->next->prev = wb->prev;
+  pthread_mutex_unlock(&orphans_mu);
+  waitblock_free(wb);
 }
 
-/* Waits for every callback until timeout_s + GRACE_S. Returns 0 when all
- * ran (the caller still owns wb), or -1 when it gave up (wb now belongs to
- * the callbacks). */
+/* After the last PMIx_Finalize: no callback will ever run. */
+static void free_orphans(void) {
+  pthread_mutex_lock(&orphans_mu);
+  struct waitblock *wb = orphans;
+  orphans = NULL;
+  pthread_mutex_unlock(&orphans_mu);
+  while (wb) {
+    struct waitblock *next = wb->next;
+    waitblock_free(wb);
+    wb = next;
+  }
+}
+
+/* Waits for every callback for timeout_s. Returns 0 when all ran (the
+ * caller still owns wb), or -1 when it gave up (wb is now an orphan, freed
+ * by its last callback or after PMIx is finalized). */
 static int waitblock_wait(struct waitblock *wb, int timeout_s) {
   struct timespec until;
   clock_gettime(CLOCK_MONOTONIC, &until);
-  until.tv_sec += timeout_s + GRACE_S;
+  until.tv_sec += timeout_s;
   pthread_mutex_lock(&wb->mu);
-  while (wb->pending > 0) {
-    int rc = pthread_cond_timedwait(&wb->cv, &wb->mu, &until);
-    if (rc == ETIMEDOUT && wb->pending > 0) {
-      wb->abandoned = 1;
-      pthread_mutex_unlock(&wb->mu);
-      return -1;
-    }
+  while (wb->pending > 0)
+    if (pthread_cond_timedwait(&wb->cv, &wb->mu, &until) == ETIMEDOUT)
+      break;
+  pthread_mutex_unlock(&wb->mu);
+  /* Again in lock order: a callback may come in between. */
+  pthread_mutex_lock(&orphans_mu);
+  pthread_mutex_lock(&wb->mu);
+  int gave_up = wb->pending > 0;
+  if (gave_up) {
+    wb->abandoned = 1;
+    wb->prev = NULL;
+    wb->next = orphans;
+    if (orphans)
+      orphans->prev = wb;
+    orphans = wb;
   }
   pthread_mutex_unlock(&wb->mu);
-  return 0;
+  pthread_mutex_unlock(&orphans_mu);
+  return gave_up ? -1 : 0;
 }
 
 static void fence_cb(pmix_status_t st, void *cbdata) {
@@ -353,7 +407,8 @@ int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, const char *what,
   if (!wb)
     return hcg__fail(err, HCG_ENOMEM, "out of memory for a PMIx fence");
   load_bool_info(&wb->info[0], PMIX_COLLECT_DATA, 0);
-  load_int_info(&wb->info[1], PMIX_TIMEOUT, timeout_s);
+  load_int_info(&wb->info[1], PMIX_TIMEOUT,
+                timeout_s + (timeout_s > GRACE_S ? timeout_s : GRACE_S));
   wb->ninfo = 2;
   wb->pending = 1;
   /* NULL procs: every process of our namespace, i.e. the whole job. */
@@ -367,13 +422,11 @@ int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, const char *what,
     return pmix_error(err, st, "PMIx_Fence");
   }
   if (waitblock_wait(wb, timeout_s))
-    return hcg__fail(err, HCG_ETIMEOUT,
-                     "the PMIx fence of %s did not complete in %d s: a "
-                     "process of the job did not reach it (exited, crashed, "
-                     "or is stuck)",
-                     what, timeout_s);
-  st = wb->status;
-  waitblock_free(wb);
+    st = PMIX_ERR_TIMEOUT;
+  else {
+    st = wb->status;
+    waitblock_free(wb);
+  }
   if (st == PMIX_ERR_TIMEOUT)
     return hcg__fail(err, HCG_ETIMEOUT,
                      "the PMIx fence of %s timed out after %d s: a process "

@@ -94,6 +94,8 @@ struct hcg_ctx {
   int grids[HCG_MAX_GRIDS]; /* grids holding the rank            */
   /* HCG_<GRID>[_<VIEW>]_<DIM>_LOCAL: 1, 0, or -1 when not set. */
   signed char node_local[HCG_MAX_GRIDS][1 + HCG_MAX_VIEWS][HCG_MAX_DIMS];
+  /* HCG_<GRID>[_<VIEW>]_<DIM>_DOMAIN_LOCAL: the same for NVLink domains. */
+  signed char domain_local[HCG_MAX_GRIDS][1 + HCG_MAX_VIEWS][HCG_MAX_DIMS];
   int ngrids;
   struct hcgrt_pmix *pmix; /* NULL without PMIx                   */
   long long epoch;         /* exchanges started (PMIx key epoch)  */
@@ -191,6 +193,13 @@ int hcgrt_exchange_fence(hcg_ctx *ctx, int timeout_s, const char *what,
 int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
                          const int *skip, hcg_error *err);
 int hcgrt_exchange_relay_fence(hcg_ctx *ctx, hcg_error *err);
+/* After the exchange's fence of `epoch` timed out (err says so): probes,
+ * one second each, the processes this rank would fetch ids from, and adds
+ * to err the first that never published them (it never reached the
+ * exchange). Costs at most one second beyond quick lookups; leaves err as
+ * it is when every one of them published, or err is NULL. */
+void hcgrt_exchange_blame(hcg_ctx *ctx, const struct hcgrt_plan *plan,
+                          long long epoch, hcg_error *err);
 /* 1 when the job is larger than ctx->fanin: its exchanges relay, and
  * every process takes the relay fence and the agreement's two (only the
  * job's size decides, so that all take the same fences). */

@@ -13,6 +13,11 @@ load runtime
 
 setup() {
   runtime_setup
+  # Without NCCL, hcg_comm_create refuses at once (HCG_ENOTSUP), hook or
+  # not: there is no agreement to test (configure's summary says
+  # "NCCL communicators: no").
+  grep -qx '#define HCG_HAVE_NCCL 1' "$HCG_BUILD/config.h" ||
+    skip "libhcg was built without NCCL: hcg_comm_create returns HCG_ENOTSUP"
   LAYOUT='llm:tp=2,dp=*,pp=2'
 }
 

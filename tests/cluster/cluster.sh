@@ -55,6 +55,9 @@
 #   cluster_logs                       print the tails of all logs
 #   need_pmix                          in a bats test: skip it, saying why,
 #                                      where this Slurm has no mpi_pmix
+#   cluster_has_topology KIND          whether this Slurm has topology/KIND
+#                                      (block, tree): a plugin file, not a
+#                                      version number
 #
 # Set HCG_CLUSTER_KEEP=1 to keep the directory after cluster_stop.
 #
@@ -62,6 +65,18 @@
 # network namespace of its own (doc/interfaces.md section 5): a private bridge
 # joins the host (first node, slurmctld) and the namespace, on a random
 # 10.x.y.0/24 subnet. Multi-node steps and heterogeneous steps need it.
+# CLUSTER_NODE_COUNT=N (2 to 8) adds hcgn2 .. hcgnN the same way, each in a
+# namespace of its own at 10.x.y.K.
+#
+# CLUSTER_TOPOLOGY (before cluster_start) gives the cluster a topology.conf
+# beside its slurm.conf, nodes in slurm.conf's order taken CLUSTER_BLOCK_NODES
+# (default 2) at a time:
+#   block  TopologyPlugin=topology/block: BlockName=b1 Nodes=..., b2, ...,
+#          BlockSizes=B,2B (Slurm 23.11 on; cluster_has_topology block
+#          says whether this Slurm has it)
+#   tree   TopologyPlugin=topology/tree: one leaf switch s1, s2, ... per
+#          CLUSTER_BLOCK_NODES nodes under a top switch s0
+# Unset: no topology, as before. CLUSTER_TOPOLOGY_CONF is the file.
 
 CLUSTER_PACKAGES="slurm-wlm slurmctld slurmd munge libpmix-bin libpmix-dev bats jq iproute2"
 
@@ -162,6 +177,13 @@ cluster_logs() {
   done >&2
 }
 
+# Whether this Slurm ships topology/KIND (its plugin file is installed).
+cluster_has_topology() { # KIND
+  local dir
+  dir=$(_cluster_sys_plugindir)
+  [ -n "$dir" ] && [ -f "$dir/topology_$1.so" ]
+}
+
 # Skips a bats test that needs srun --mpi=pmix where this Slurm cannot do it.
 need_pmix() {
   [ "${CLUSTER_PMIX:-1}" = 1 ] ||
@@ -208,6 +230,9 @@ cluster_stop() {
   fi
   _cluster_stop_pid "${CLUSTER_SLURMD_PID:-}" slurmd
   _cluster_stop_pid "${CLUSTER_SLURMD2_PID:-}" slurmd
+  for p in ${CLUSTER_SLURMD_MORE_PIDS:-}; do
+    _cluster_stop_pid "$p" slurmd
+  done
   _cluster_stop_pid "${CLUSTER_CTLD_PID:-}" slurmctld
   for p in $(_cluster_stepd_pids); do
     _cluster_stop_pid "$p" slurmstepd
@@ -220,43 +245,140 @@ cluster_stop() {
     rm -rf "$CLUSTER_DIR"
   fi
   unset CLUSTER_DIR CLUSTER_CTLD_PID CLUSTER_SLURMD_PID CLUSTER_MUNGED_PID
-  unset CLUSTER_SLURMD2_PID
+  unset CLUSTER_SLURMD2_PID CLUSTER_SLURMD_MORE_PIDS
   unset SLURM_CONF
 }
 
-# Two-node mode: a bridge on the host and a namespace for hcgn2, named after
-# the cluster directory's random suffix so that clusters never share them.
-_cluster_net_up() {
-  local id=${CLUSTER_DIR##*.}
+# Multi-node mode: a bridge on the host and a namespace for each node after
+# the first (hcgn2 .. hcgnN), named after the cluster directory's random
+# suffix so that clusters never share them. The node K is at 10.x.y.K.
+_cluster_net_up() { # NODES
+  local id=${CLUSTER_DIR##*.} k ns veth
   id=$(printf '%s' "$id" | tr -dc 'a-zA-Z0-9' | head -c 6)
   CLUSTER_NETNS=hcgns$id
   CLUSTER_BRIDGE=hcgb$id
-  local veth=hcgv$id
   local a=$((RANDOM % 200 + 20)) b=$((RANDOM % 250 + 1))
   CLUSTER_ADDR=10.$a.$b.1
   CLUSTER_ADDR2=10.$a.$b.2
-  echo "$CLUSTER_NETNS $CLUSTER_BRIDGE $veth" >"$CLUSTER_DIR/run/net"
+  CLUSTER_NET_PREFIX=10.$a.$b
+  echo "$CLUSTER_BRIDGE" >"$CLUSTER_DIR/run/net"
   ip link add "$CLUSTER_BRIDGE" type bridge &&
     ip addr add "$CLUSTER_ADDR/24" dev "$CLUSTER_BRIDGE" &&
-    ip link set "$CLUSTER_BRIDGE" up &&
-    ip netns add "$CLUSTER_NETNS" &&
-    ip link add "${veth}a" type veth peer name "${veth}b" &&
-    ip link set "${veth}a" master "$CLUSTER_BRIDGE" &&
-    ip link set "${veth}a" up &&
-    ip link set "${veth}b" netns "$CLUSTER_NETNS" &&
-    ip -n "$CLUSTER_NETNS" addr add "$CLUSTER_ADDR2/24" dev "${veth}b" &&
-    ip -n "$CLUSTER_NETNS" link set "${veth}b" up &&
-    ip -n "$CLUSTER_NETNS" link set lo up
+    ip link set "$CLUSTER_BRIDGE" up || return 1
+  # nsenter rather than `ip -n`, which remounts "/" and so fails in a
+  # chroot (the tiers of scripts/tier.sh).
+  for k in $(seq 2 "$1"); do
+    # hcgn2 keeps the names two-node clusters always had.
+    ns=$CLUSTER_NETNS veth=hcgv$id
+    [ "$k" = 2 ] || ns=$CLUSTER_NETNS-$k veth=hcgv$id$k
+    echo "$ns $veth" >>"$CLUSTER_DIR/run/net"
+    ip netns add "$ns" &&
+      ip link add "${veth}a" type veth peer name "${veth}b" &&
+      ip link set "${veth}a" master "$CLUSTER_BRIDGE" &&
+      ip link set "${veth}a" up &&
+      ip link set "${veth}b" netns "$ns" &&
+      nsenter --net="/run/netns/$ns" \
+        ip addr add "$CLUSTER_NET_PREFIX.$k/24" dev "${veth}b" &&
+      nsenter --net="/run/netns/$ns" ip link set "${veth}b" up &&
+      nsenter --net="/run/netns/$ns" ip link set lo up || return 1
+  done
 }
 
 _cluster_net_down() {
   [ -f "$CLUSTER_DIR/run/net" ] || return 0
-  local ns br veth
-  read -r ns br veth <"$CLUSTER_DIR/run/net"
-  ip link del "${veth}a" 2>/dev/null
-  ip netns del "$ns" 2>/dev/null
+  local br ns veth
+  {
+    read -r br
+    while read -r ns veth; do
+      ip link del "${veth}a" 2>/dev/null
+      ip netns del "$ns" 2>/dev/null
+    done
+  } <"$CLUSTER_DIR/run/net"
   ip link del "$br" 2>/dev/null
   rm -f "$CLUSTER_DIR/run/net"
+}
+
+# How a node after the first gets its mount namespace (unshare's
+# propagation option), or nothing when it cannot. In a chroot (the tiers of
+# scripts/tier.sh) "/" is no mount point and unshare cannot make it
+# private; where the mount holding the cluster's directory is private
+# already (a tier runs in a namespace whose mounts were all made private,
+# and says so in HCG_TIER), a new namespace's mounts reach no other, so
+# propagation is left unchanged.
+_cluster_propagation() { # [DIR]
+  local prop
+  if unshare --mount --propagation private true 2>/dev/null; then
+    echo private
+    return
+  fi
+  prop=$(findmnt -no PROPAGATION --target "${1:-/tmp}" 2>/dev/null)
+  if { [ "$prop" = private ] || { [ -z "$prop" ] && [ -n "${HCG_TIER:-}" ]; }; } &&
+    unshare --mount --propagation unchanged true 2>/dev/null; then
+    echo unchanged
+  fi
+}
+
+# Why nodes after the first cannot run here, or nothing (for tests that
+# start a cluster of several nodes).
+cluster_multinode_unavailable() {
+  command -v ip >/dev/null && command -v nsenter >/dev/null &&
+    command -v unshare >/dev/null || {
+    echo "needs ip, nsenter and unshare"
+    return
+  }
+  local probe=hcgprobe$$
+  { ip netns add "$probe" && ip netns del "$probe"; } 2>/dev/null || {
+    echo "network namespaces are not available here"
+    return
+  }
+  [ -n "$(_cluster_propagation)" ] ||
+    echo "mount namespaces are not available here"
+}
+
+# The namespace of node K (2 ..).
+_cluster_netns_of() { # K
+  if [ "$1" = 2 ]; then echo "$CLUSTER_NETNS"; else echo "$CLUSTER_NETNS-$1"; fi
+}
+
+# The cluster's nodes as a sorted Slurm host list orders them: by the name
+# before the trailing number, then by that number (hcgn2, hcgn3, hcgn4, vm).
+_cluster_sorted_nodes() {
+  local n
+  for n in ${CLUSTER_NODES//,/ }; do
+    [[ $n =~ ^(.*[^0-9])?([0-9]*)$ ]]
+    printf '%s\t%s\t%s\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]:-0}" "$n"
+  done | LC_ALL=C sort -t "$(printf '\t')" -k1,1 -k2,2n | cut -f3
+}
+
+# topology.conf for CLUSTER_TOPOLOGY (see the top of this file). Its nodes,
+# and slurm.conf's, are in sorted order: Slurm gives a step its nodes in
+# slurm.conf's order or in sorted order, depending on the version and the
+# topology plugin (22.05 sorts; 24.11 with topology/block does not), and
+# a domain must be consecutive nodes of a step, as hcg check
+# --domain-size models them.
+_cluster_write_topology() {
+  local per=${CLUSTER_BLOCK_NODES:-2} kind=$CLUSTER_TOPOLOGY
+  local -a nodes
+  mapfile -t nodes < <(_cluster_sorted_nodes)
+  local i k=0 members
+  {
+    echo "# hcg test cluster: written by tests/cluster/cluster.sh"
+    for ((i = 0; i < ${#nodes[@]}; i += per)); do
+      k=$((k + 1))
+      members=$(IFS=,; echo "${nodes[*]:i:per}")
+      if [ "$kind" = block ]; then
+        echo "BlockName=b$k Nodes=$members"
+      else
+        echo "SwitchName=s$k Nodes=$members"
+      fi
+    done
+    if [ "$kind" = block ]; then
+      echo "BlockSizes=$per,$((2 * per))"
+    else
+      echo "SwitchName=s0 Switches=s[1-$k]"
+    fi
+  } >"$CLUSTER_TOPOLOGY_CONF"
+  chmod 644 "$CLUSTER_TOPOLOGY_CONF"
 }
 
 # Slurm's own plugins; the cluster's PluginDir puts ours first, so that
@@ -314,14 +436,28 @@ MinJobAge=2
 MessageTimeout=20
 MailProg=/bin/true
 TmpFS=$d/tmp
-NodeName=$CLUSTER_NODE NodeAddr=$CLUSTER_ADDR NodeHostname=$CLUSTER_NODE CPUs=2 State=UNKNOWN
 CONF
-  if [ -n "${CLUSTER_ADDR2:-}" ]; then
-    echo "NodeName=hcgn2 NodeAddr=$CLUSTER_ADDR2 CPUs=2 State=UNKNOWN" \
-      >>"$d/etc/slurm.conf"
-  fi
+  # The nodes, in sorted order where there is a topology (see
+  # _cluster_write_topology).
+  local k n
+  local -a order=("$CLUSTER_NODE")
+  for k in $(seq 2 "${CLUSTER_NODE_COUNT:-1}"); do
+    [ -n "${CLUSTER_ADDR2:-}" ] && order+=("hcgn$k")
+  done
+  [ -z "${CLUSTER_TOPOLOGY:-}" ] || mapfile -t order < <(_cluster_sorted_nodes)
+  for n in "${order[@]}"; do
+    if [ "$n" = "$CLUSTER_NODE" ]; then
+      echo "NodeName=$CLUSTER_NODE NodeAddr=$CLUSTER_ADDR NodeHostname=$CLUSTER_NODE CPUs=2 State=UNKNOWN"
+    else
+      echo "NodeName=$n NodeAddr=$CLUSTER_NET_PREFIX.${n#hcgn} CPUs=2 State=UNKNOWN"
+    fi
+  done >>"$d/etc/slurm.conf"
   echo "PartitionName=$CLUSTER_PARTITION Nodes=$CLUSTER_NODES Default=YES" \
     "MaxTime=INFINITE State=UP OverSubscribe=FORCE" >>"$d/etc/slurm.conf"
+  if [ -n "${CLUSTER_TOPOLOGY:-}" ]; then
+    _cluster_write_topology
+    echo "TopologyPlugin=topology/$CLUSTER_TOPOLOGY" >>"$d/etc/slurm.conf"
+  fi
   chmod 644 "$d/etc/slurm.conf"
 }
 
@@ -354,23 +490,32 @@ _cluster_start_daemons() {
   slurmd -D -f "$d/etc/slurm.conf" -N "$CLUSTER_NODE" </dev/null \
     >>"$CLUSTER_LOGS/slurmd.out" 2>&1 &
   CLUSTER_SLURMD_PID=$!
-  if [ -n "${CLUSTER_ADDR2:-}" ]; then
+  local k propagation
+  propagation=$(_cluster_propagation "$d/tmp")
+  CLUSTER_SLURMD_MORE_PIDS=
+  for k in $(seq 2 "${CLUSTER_NODE_COUNT:-1}"); do
+    [ -n "${CLUSTER_ADDR2:-}" ] || break
     # nsenter, not `ip netns exec`: that one mounts a fresh /sys, without
     # the cgroup file system slurmd wants to see. A mount namespace gives
     # the node its own TmpFS, as real nodes have (PMIx keeps per-step
     # directories there, named the same on every node).
-    mkdir -p "$d/tmp-hcgn2"
-    chmod 1777 "$d/tmp-hcgn2"
+    mkdir -p "$d/tmp-hcgn$k"
+    chmod 1777 "$d/tmp-hcgn$k"
     # shellcheck disable=SC2016 # expanded by that sh
-    nsenter --net="/run/netns/$CLUSTER_NETNS" \
-      unshare --mount --propagation private \
+    nsenter --net="/run/netns/$(_cluster_netns_of "$k")" \
+      unshare --mount --propagation "$propagation" \
       sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' sh \
-      "$d/tmp-hcgn2" "$d/tmp" \
-      slurmd -D -f "$d/etc/slurm.conf" -N hcgn2 \
-      -L "$CLUSTER_LOGS/slurmd-hcgn2.log" </dev/null \
-      >>"$CLUSTER_LOGS/slurmd-hcgn2.out" 2>&1 &
-    CLUSTER_SLURMD2_PID=$!
-  fi
+      "$d/tmp-hcgn$k" "$d/tmp" \
+      slurmd -D -f "$d/etc/slurm.conf" -N "hcgn$k" \
+      -L "$CLUSTER_LOGS/slurmd-hcgn$k.log" </dev/null \
+      >>"$CLUSTER_LOGS/slurmd-hcgn$k.out" 2>&1 &
+    if [ "$k" = 2 ]; then
+      CLUSTER_SLURMD2_PID=$!
+    else
+      CLUSTER_SLURMD_MORE_PIDS="$CLUSTER_SLURMD_MORE_PIDS $!"
+    fi
+  done
+  export CLUSTER_SLURMD_MORE_PIDS
   for _ in $(seq 1 240); do
     [ "$(_cluster_all_state)" = idle ] && return 0
     _cluster_pid_alive "$CLUSTER_SLURMD_PID" || return 1
@@ -412,14 +557,43 @@ cluster_start() { # BUILD_DIR
   CLUSTER_PARTITION=debug
   CLUSTER_ADDR=127.0.0.1
   CLUSTER_ADDR2=
-  if [ "${CLUSTER_NODE_COUNT:-1}" = 2 ]; then
-    if ! _cluster_net_up; then
-      _cluster_log "cannot set up the network namespace for a second node"
+  local count=${CLUSTER_NODE_COUNT:-1} k
+  case $count in
+  [1-8]) ;;
+  *)
+    _cluster_log "CLUSTER_NODE_COUNT=$count: 1 to 8 nodes"
+    cluster_stop
+    return 1
+    ;;
+  esac
+  if [ "$count" -gt 1 ]; then
+    if ! _cluster_net_up "$count"; then
+      _cluster_log "cannot set up the network namespaces for $count nodes"
       cluster_stop
       return 1
     fi
-    CLUSTER_NODES=$CLUSTER_NODE,hcgn2
+    for k in $(seq 2 "$count"); do
+      CLUSTER_NODES=$CLUSTER_NODES,hcgn$k
+    done
   fi
+  CLUSTER_TOPOLOGY_CONF=
+  case ${CLUSTER_TOPOLOGY:-} in
+  '') ;;
+  block | tree)
+    CLUSTER_TOPOLOGY_CONF=$CLUSTER_DIR/etc/topology.conf
+    if ! cluster_has_topology "$CLUSTER_TOPOLOGY"; then
+      _cluster_log "this Slurm has no topology/$CLUSTER_TOPOLOGY plugin"
+      cluster_stop
+      return 1
+    fi
+    ;;
+  *)
+    _cluster_log "CLUSTER_TOPOLOGY=$CLUSTER_TOPOLOGY: block or tree"
+    cluster_stop
+    return 1
+    ;;
+  esac
+  export CLUSTER_TOPOLOGY_CONF
   local n
   for n in ${CLUSTER_NODES//,/ }; do
     mkdir -p "$CLUSTER_DIR/spool/$n"
@@ -457,6 +631,9 @@ cluster_start() { # BUILD_DIR
     _cluster_log "start attempt $attempt failed"
     _cluster_stop_pid "${CLUSTER_SLURMD_PID:-}" slurmd
     _cluster_stop_pid "${CLUSTER_SLURMD2_PID:-}" slurmd
+    for k in ${CLUSTER_SLURMD_MORE_PIDS:-}; do
+      _cluster_stop_pid "$k" slurmd
+    done
     _cluster_stop_pid "${CLUSTER_CTLD_PID:-}" slurmctld
     rm -rf "$CLUSTER_DIR/state"/*
   done

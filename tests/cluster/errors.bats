@@ -5,6 +5,11 @@
 
 load helpers
 
+# A job a test started and may leave running when it fails.
+teardown() {
+  if [ -n "${CANCEL:-}" ]; then scancel "$CANCEL" 2>/dev/null || true; fi
+}
+
 # The caret sits under the column the message names.
 caret_matches_column() {
   local col line caret
@@ -176,9 +181,59 @@ caret_matches_column() {
   refused 'given twice with different values'
 }
 
+# How a layout that does not fit is refused depends on who made the job's
+# allocation (spank/forward.h, doc/plugin.md): an srun that made its own
+# fails in local_user_init, and Slurm then starts no task and no
+# slurmstepd; an srun inside a job lets its tasks refuse the step, since
+# failing there would leave the step behind, holding its CPUs.
+
+# Lines of slurmd's log that launched a step's tasks (a slurmstepd).
+launches() { grep -c 'launch task' "$CLUSTER_LOGS/slurmd.log" || true; }
+
+@test "srun outside a job: srun refuses, no task or slurmstepd starts, the job ends" {
+  local before
+  before=$(launches)
+  try_srun 12 'tp=5,dp=*' --time=1
+  refused "cannot infer 'dp'" 'step of 12 tasks; no task will run'
+  echo "$output"
+  [ "$status" -eq 1 ]
+  # hcg's message (3 lines with the caret), its summary, then Slurm's own
+  # two lines for a failing plugin; no line from a node.
+  [ "$(grep -c '\^$' <<<"$output")" -eq 1 ]
+  grep -q 'local_user_init() failed' <<<"$output"
+  grep -q 'Failure in local plugin stack' <<<"$output"
+  [ "${#lines[@]}" -eq 6 ]
+  if grep -qE 'Exited with exit code|slurmstepd|refused the layout of this step' <<<"$output"; then false; fi
+  [ "$(launches)" -eq "$before" ]
+  # Nothing is left behind: the job is gone and the node is idle.
+  cluster_wait_idle 30
+  [ "$(cluster_node_state)" = idle ]
+}
+
+@test "inside a job: the tasks refuse; one hcg message and one line per node" {
+  # salloc's own lines aside, as for a step of a batch script.
+  run timeout -k 5 120 salloc -n 12 --overcommit --time=1 \
+    srun --hcg-layout='tp=5,dp=*' bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER"
+  [ "$status" -eq 1 ]
+  output=$(grep -v '^salloc: ' <<<"$output")
+  refused "cannot infer 'dp'" 'no task will run' \
+    'srun refused the layout of this step; no task runs'
+  echo "$output"
+  mapfile -t lines <<<"$output"
+  # hcg's message (3 lines with the caret), srun's summary line, the first
+  # task's one line, Slurm's line per node (one node here): 6 in all.
+  [ "${#lines[@]}" -le 6 ]
+  [ "$(grep -c 'Exited with exit code' <<<"$output")" -eq 1 ]
+  ! grep -qE 'task_init\(\) failed|Failed to invoke spank|local_user_init' <<<"$output"
+  [ "$(grep -c '\^$' <<<"$output")" -eq 1 ]
+  cluster_wait_idle 30
+  [ "$(cluster_node_state)" = idle ]
+}
+
 @test "after a refused step, the next step of the same job runs" {
-  # In Slurm 22.05 a step that srun abandons in local_user_init would hold
-  # its CPUs until the job ends; the plugin never abandons one.
+  # Had srun failed the first step, Slurm (22.05 to 26.05 alike) would
+  # keep it until the job ends, and the second srun would wait for its
+  # CPUs forever.
   cat >"$BATS_TEST_TMPDIR/job.sh" <<'SCRIPT'
 #!/bin/bash
 srun -n 2 --hcg-layout='tp=3' touch "$1.bad"
@@ -188,21 +243,41 @@ echo "good=$?"
 SCRIPT
   run timeout 120 sbatch --wait -n 2 --overcommit -o "$OUT/job.out" \
     "$BATS_TEST_TMPDIR/job.sh" "$MARKER"
-  [ "$status" -eq 0 ]
+  [ "$status" -eq 0 ] || { cat "$OUT/job.out"; false; }
   grep -qx 'bad=1' "$OUT/job.out"
   grep -qx 'good=0' "$OUT/job.out"
   [ "$(grep -cx '[01]' "$OUT/job.out")" -eq 2 ]
   if ls "$MARKER"*; then false; fi
 }
 
-@test "a refused 12-task layout prints one hcg message and one line per node" {
-  try_srun 12 'tp=5,dp=*' --time=1
-  refused "cannot infer 'dp'" 'no task will run'
-  echo "$output"
-  # hcg's message (3 lines with the caret), srun's summary line, the first
-  # task's one line, Slurm's line per node (one node here): 6 in all.
-  [ "${#lines[@]}" -le 6 ]
-  [ "$(grep -c 'Exited with exit code' <<<"$output")" -eq 1 ]
-  ! grep -qE 'task_init\(\) failed|Failed to invoke spank' <<<"$output"
-  [ "$(grep -c '\^$' <<<"$output")" -eq 1 ]
+@test "srun --jobid into a running job: the tasks refuse, the job's next step runs" {
+  # srun given a job on its command line (--jobid, or an abbreviation
+  # getopt accepts) is inside that job, even with no SLURM_JOB_ID.
+  cat >"$BATS_TEST_TMPDIR/job.sh" <<'SCRIPT'
+#!/bin/bash
+for _ in $(seq 1 400); do [ -e "$1.go" ] && break; sleep 0.25; done
+srun -n 2 --hcg-layout='tp=2' printenv HCG_RANK
+echo "good=$?"
+SCRIPT
+  run sbatch --parsable -n 2 --overcommit -o "$OUT/job.out" \
+    "$BATS_TEST_TMPDIR/job.sh" "$MARKER"
+  [ "$status" -eq 0 ]
+  local id=$output
+  CANCEL=$id
+  for _ in $(seq 1 120); do
+    [ "$(squeue -h -j "$id" -o %T)" = RUNNING ] && break
+    sleep 0.25
+  done
+  for opt in --jobid --jobi; do
+    run timeout -k 5 60 srun "$opt=$id" -n 2 --overcommit --hcg-layout='tp=3' \
+      bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER"
+    refused 'step of 2 tasks; no task will run' 'Exited with exit code 1'
+    if grep -q 'local_user_init' <<<"$output"; then false; fi
+  done
+  touch "$MARKER.go"
+  for _ in $(seq 1 240); do
+    [ -z "$(squeue -h -j "$id" 2>/dev/null)" ] && break
+    sleep 0.25
+  done
+  grep -qx 'good=0' "$OUT/job.out" || { cat "$OUT/job.out"; false; }
 }

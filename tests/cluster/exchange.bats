@@ -162,12 +162,17 @@ requests_per_publisher() {
   for f in "$OUT"/vg.*.log; do
     [ ! -s "$f" ] || { cat "$f"; false; }
   done
-  # A task that never comes: the others leave through the timeout path.
-  rm -f "$OUT"/vg.*.log
-  hello_cmd 4 "$MOE_SMALL" --export=ALL,EXIT_RANK=2 "$vg" --timeout 3 --naive --no-comm --random-ids
-  [ "$status" -ne 0 ]
-  [ "$(task_err | grep -c HCG_ETIMEOUT)" -eq 3 ] || { show; false; }
-  for f in "$OUT"/vg.*.log; do
-    [ ! -s "$f" ] || { cat "$f"; false; }
+  # A task that never comes: the others leave through the timeout path,
+  # in the naive exchange and in the one-fence exchange, where rank 3 also
+  # probes rank 2, its tp leader, and names it.
+  for mode in --naive --quiet; do
+    rm -f "$OUT"/vg.*.log
+    hello_cmd 4 "$MOE_SMALL" --export=ALL,EXIT_RANK=2 "$vg" --timeout 3 $mode --no-comm --random-ids
+    [ "$status" -ne 0 ]
+    [ "$(task_err | grep -c HCG_ETIMEOUT)" -eq 3 ] || { show; false; }
+    for f in "$OUT"/vg.*.log; do
+      [ ! -s "$f" ] || { cat "$f"; false; }
+    done
   done
+  task_err | grep -q 'rank 3: .*rank 2, the leader of group .llm:tp., never published' || { show; false; }
 }

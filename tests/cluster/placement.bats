@@ -3,7 +3,8 @@
 # an intra-node dim (tp, cp, ep, expt_tp) that stays on one node passes
 # silently, one that crosses nodes gets one warning line per step or, with
 # --hcg-placement=refuse, no task runs; every task's HCG_*_LOCAL equals
-# `hcg env --nodes 2`; --distribution=cyclic changes the verdict. No node
+# `hcg env --nodes 2`; --distribution=cyclic changes the verdict; without a
+# topology, NVLink domains change nothing (issue 22). No node
 # is ever drained. Starts its own two-node cluster, like multinode.bats.
 
 load helpers
@@ -93,5 +94,18 @@ warnings() { grep -c 'hcg: warning: placement' <<<"$output" || true; }
   place 'tp=2,dp=*' --distribution=cyclic
   [ "$(warnings)" -eq 1 ] || { echo "$output"; false; }
   agrees 'tp=2,dp=*' --distribution cyclic
+  nodes_healthy
+}
+
+@test "no topology: no HCG_*_DOMAIN_LOCAL, ep judged by node as before issue 22" {
+  # This cluster has no TopologyPlugin (SLURM_TOPOLOGY_ADDR_PATTERN=node):
+  # the domain list changes nothing and nothing is said about domains.
+  place 'dp=2,ep=4'
+  [ "$status" -eq 0 ] || { echo "$output"; false; }
+  [ "$(warnings)" -eq 1 ] || { echo "$output"; false; }
+  grep -q "dim 'ep': group \[0,2,4,6\] spans .* and another node .*: its traffic leaves the node" <<<"$output"
+  ! grep -qi 'domain' <<<"$output"
+  agrees 'dp=2,ep=4'
+  ! grep -q DOMAIN "$OUT"/local.*
   nodes_healthy
 }

@@ -9,12 +9,8 @@
 # setup_file, so setup_file writes the reason and each test skips on it.
 twonode_unavailable() {
   [ -n "${HCG_BUILD:-}" ] || { echo "run through tests/cluster/run.sh"; return; }
-  command -v ip >/dev/null && command -v nsenter >/dev/null &&
-    command -v unshare >/dev/null || { echo "needs ip, nsenter and unshare"; return; }
   # Containers without CAP_NET_ADMIN/CAP_SYS_ADMIN cannot host a 2nd node.
-  local probe=hcgprobe$$
-  { ip netns add "$probe" && ip netns del "$probe" && unshare --mount true; } \
-    2>/dev/null || echo "network or mount namespaces are not available here"
+  cluster_multinode_unavailable
 }
 
 setup_file() {

@@ -1007,6 +1007,33 @@ START_TEST(test_ctx_node_local) {
 }
 END_TEST
 
+/* HCG_*_DOMAIN_LOCAL, the verdicts on NVLink domains, beside the node's. */
+START_TEST(test_ctx_domain_local) {
+  const char *text = "llm:tp=2,dp=*; llm/expert:ep=4,expt_dp=*";
+  const char *const edits[] = {"HCG_LLM_EXPERT_EP_LOCAL=0",
+                               "HCG_LLM_EXPERT_EP_DOMAIN_LOCAL=1", NULL};
+  struct env e;
+  make_env(&e, text, 8, 5, edits);
+  hcg_ctx *ctx = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(ctx_from(&e, &ctx, &err), 0);
+  env_free(&e);
+  ck_assert_int_eq(hcg_ctx_domain_local(ctx, 0, 1, 0), 1); /* expert ep */
+  ck_assert_int_eq(hcg_ctx_node_local(ctx, 0, 1, 0), 0);
+  ck_assert_int_eq(hcg_ctx_domain_local(ctx, 0, 0, 0), -1); /* tp: unset */
+  ck_assert_int_eq(hcg_ctx_domain_local(ctx, 0, 99, 0), -1);
+  ck_assert_int_eq(hcg_ctx_domain_local(ctx, -1, 0, 0), -1);
+  ck_assert_int_eq(hcg_ctx_domain_local(NULL, 0, 1, 0), -1);
+  hcg_ctx_free(ctx);
+  ctx = must_ctx(text, 8, 5);
+  ck_assert_int_eq(hcg_ctx_domain_local(ctx, 0, 1, 0), -1);
+  hcg_ctx_free(ctx);
+  expect_env_error(text, 8, 5, HCG_EENV,
+                   "HCG_LLM_EXPERT_EP_DOMAIN_LOCAL is '2', not 0 or 1",
+                   "HCG_LLM_EXPERT_EP_DOMAIN_LOCAL=2");
+}
+END_TEST
+
 /* ---- the suite
  * ------------------------------------------------------------------ */
 
@@ -1017,6 +1044,7 @@ static Suite *runtime_suite(void) {
   tcase_add_test(env, test_ctx_sources);
   tcase_add_test(env, test_ctx_getter);
   tcase_add_test(env, test_ctx_node_local);
+  tcase_add_test(env, test_ctx_domain_local);
   tcase_add_test(env, test_env_missing);
   tcase_add_test(env, test_env_malformed);
   tcase_add_test(env, test_env_layout);

@@ -285,6 +285,9 @@ static void setup(void) {
   unsetenv(INHERITED);
   unsetenv("_SLURM_SPANK_OPTION_hcg_hcg_layout");
   unsetenv("SLURM_NTASKS");
+  /* srun inside a job, as in a batch script, unless a test says not. */
+  setenv("SLURM_JOB_ID", "7", 1);
+  unsetenv("SLURM_JOBID");
   load_plugin();
 }
 
@@ -358,11 +361,45 @@ START_TEST(srun_does_not_fit_refuses_the_step) {
   option("tp=2,dp=*");
   host.world = 3;
   ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
-  /* srun goes on (see forward.h), the tasks will be refused. */
+  /* srun inside a job goes on (see forward.h), the tasks will be
+   * refused. */
   ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
   ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
   expect_log("3 ranks are not a multiple of 2");
   expect_log("the layout does not fit this step of 3 tasks; no task will run");
+  stop();
+}
+END_TEST
+
+/* srun that made its own allocation (no job when it started) fails the
+ * step itself: Slurm then ends it before any task starts and completes the
+ * job. The refusal is forwarded all the same, for a plugin loaded as
+ * optional, whose failure srun ignores (forward.h). */
+START_TEST(srun_of_its_own_allocation_fails) {
+  unsetenv("SLURM_JOB_ID");
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2,dp=*");
+  host.world = 3;
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), -1);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
+  expect_log("the layout does not fit this step of 3 tasks; no task will run");
+  stop();
+  /* A layout that fits runs as in a job. */
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2,dp=*");
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:world:world@0:tp=2,dp=2");
+  stop();
+  /* The old name of the variable also says srun runs inside a job. */
+  setenv("SLURM_JOBID", "7", 1);
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  option("tp=2,dp=*");
+  host.world = 3;
+  ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(getenv(FWD), "hcg1:7.3:!");
   stop();
 }
 END_TEST
@@ -879,6 +916,33 @@ START_TEST(task_forwarded_value_too_long) {
 }
 END_TEST
 
+/* user_init (slurmstepd, before the tasks) learns the step's NVLink
+ * domains and never fails, whatever Slurm answers; a task then still gets
+ * its variables, and no domain verdict this fake Slurm cannot support. */
+START_TEST(user_init_never_fails) {
+  entry_fn p_user_init =
+      (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_user_init");
+  ck_assert_ptr_nonnull(p_user_init);
+  remote_task("tp=4", 1);
+  task_env_set(FWD, "hcg1:7.3:world:world@0:tp=4");
+  task_env_set("SLURM_TOPOLOGY_ADDR_PATTERN", "block.node");
+  task_env_set("SLURM_TOPOLOGY_ADDR", "b1.n1");
+  task_env_set("SLURM_STEP_NODELIST", "n[1-");
+  ck_assert_int_eq(p_user_init(sp, 0, NULL), 0);
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(task_env("HCG_RANK"), "1");
+  ck_assert_int_eq(task_env_count("HCG_WORLD_TP_DOMAIN_LOCAL"), 0);
+  stop();
+  /* Without a layout, or in srun, nothing happens. */
+  remote_task(NULL, 0);
+  ck_assert_int_eq(p_user_init(sp, 0, NULL), 0);
+  stop();
+  ck_assert_int_eq(start(S_CTX_LOCAL, NULL), 0);
+  ck_assert_int_eq(p_user_init(sp, 0, NULL), 0);
+  stop();
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("plugin");
   TCase *t = tcase_create("entry points");
@@ -889,6 +953,7 @@ static Suite *suite(void) {
   tcase_add_test(t, srun_none);
   tcase_add_test(t, srun_syntax_error_before_allocation);
   tcase_add_test(t, srun_does_not_fit_refuses_the_step);
+  tcase_add_test(t, srun_of_its_own_allocation_fails);
   tcase_add_test(t, srun_site_language_chooses_among_grids);
   tcase_add_test(t, srun_heterogeneous_step);
   tcase_add_test(t, srun_heterogeneous_two_layouts);
@@ -909,6 +974,7 @@ static Suite *suite(void) {
   tcase_add_test(t, task_stale_variables_removed);
   tcase_add_test(t, task_refusals);
   tcase_add_test(t, task_forwarded_value_too_long);
+  tcase_add_test(t, user_init_never_fails);
   suite_add_tcase(s, t);
   return s;
 }

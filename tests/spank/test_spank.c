@@ -498,6 +498,34 @@ START_TEST(heterogeneous_steps) {
 }
 END_TEST
 
+/* srun's command line names a job when a word may be --jobid or an
+ * abbreviation of it; an unreadable one counts as naming one. */
+#define CMDLINE(lit) lit, sizeof lit - 1
+START_TEST(srun_command_line_naming_a_job) {
+  ck_assert_int_eq(hcgp_srun_cmdline_attaches(CMDLINE("srun\0-n\0"
+                                                      "4\0"
+                                                      "./train\0")),
+                   0);
+  ck_assert_int_eq(
+      hcgp_srun_cmdline_attaches(CMDLINE("srun\0--jobid=12\0true\0")), 1);
+  ck_assert_int_eq(hcgp_srun_cmdline_attaches(CMDLINE("srun\0--jobid\0"
+                                                      "12\0true\0")),
+                   1);
+  ck_assert_int_eq(
+      hcgp_srun_cmdline_attaches(CMDLINE("srun\0--jobi=12\0true\0")), 1);
+  /* --job-name is another option; a word merely containing it is not. */
+  ck_assert_int_eq(
+      hcgp_srun_cmdline_attaches(CMDLINE("srun\0--job-name=x\0true\0")), 0);
+  ck_assert_int_eq(
+      hcgp_srun_cmdline_attaches(CMDLINE("srun\0x--jobid\0true\0")), 0);
+  /* A last word without its NUL (cut short) still counts. */
+  ck_assert_int_eq(hcgp_srun_cmdline_attaches(CMDLINE("srun\0--jobid")), 1);
+  ck_assert_int_eq(hcgp_srun_cmdline_attaches(CMDLINE("srun\0--jo")), 0);
+  ck_assert_int_eq(hcgp_srun_cmdline_attaches(CMDLINE("")), 0);
+  ck_assert_int_eq(hcgp_srun_cmdline_attaches(NULL, 0), 1);
+}
+END_TEST
+
 /* Grids against two components [0, first) and [first, world). */
 static int het_check(const char *text, uint32_t first, uint32_t world) {
   hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
@@ -531,6 +559,8 @@ START_TEST(het_components) {
 }
 END_TEST
 
+TCase *domains_tcase(void); /* test_domains.c */
+
 static Suite *suite(void) {
   Suite *s = suite_create("spank");
   TCase *a = tcase_create("args");
@@ -549,6 +579,7 @@ static Suite *suite(void) {
   tcase_add_test(f, forward_malformed);
   tcase_add_test(f, forward_too_long);
   tcase_add_test(f, heterogeneous_steps);
+  tcase_add_test(f, srun_command_line_naming_a_job);
   tcase_add_test(f, het_components);
   suite_add_tcase(s, f);
   TCase *t = tcase_create("task");
@@ -558,6 +589,7 @@ static Suite *suite(void) {
   tcase_add_test(t, task_env_site_policy);
   tcase_add_test(t, env_ownership);
   suite_add_tcase(s, t);
+  suite_add_tcase(s, domains_tcase());
   return s;
 }
 

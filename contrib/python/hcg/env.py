@@ -48,7 +48,8 @@ class TaskEnv:
     """
 
     def __init__(self, layout: Layout, rank: int,
-                 node_local: Optional[Mapping[str, bool]] = None) -> None:
+                 node_local: Optional[Mapping[str, bool]] = None,
+                 domain_local: Optional[Mapping[str, bool]] = None) -> None:
         self.layout = layout
         self.rank = rank
         #: The plugin's placement verdicts (HCG_<GRID>[_<VIEW>]_<DIM>_LOCAL):
@@ -56,6 +57,11 @@ class TaskEnv:
         #: that dim lies inside one node. Only the dims the plugin checked
         #: (its intra_node_dims list); empty with placement=off.
         self.node_local: Dict[str, bool] = dict(node_local or {})
+        #: The same for the step's NVLink domains (a topology/block block, a
+        #: topology/tree leaf switch; HCG_..._DOMAIN_LOCAL): only the dims of
+        #: the site's intra_domain_dims list, and only where the plugin
+        #: learnt the domains; empty otherwise.
+        self.domain_local: Dict[str, bool] = dict(domain_local or {})
 
     @property
     def world_size(self) -> int:
@@ -159,16 +165,29 @@ def from_environ(environ: Optional[Mapping[str, str]] = None) -> TaskEnv:
     try:
         _check_consistent(env, layout, rank)
         local = node_local_of(env, layout, rank)
+        domain = domain_local_of(env, layout, rank)
     except BaseException:
         layout.close()
         raise
-    return TaskEnv(layout, rank, local)
+    return TaskEnv(layout, rank, local, domain)
 
 
 def node_local_of(env: Mapping[str, str], layout: Layout,
                   rank: int) -> Dict[str, bool]:
     """The HCG_*_LOCAL verdicts of ``env`` for ``rank`` (see
     TaskEnv.node_local); HcgError(EENV) for a value other than 0 or 1."""
+    return _verdicts_of(env, layout, rank, "_LOCAL")
+
+
+def domain_local_of(env: Mapping[str, str], layout: Layout,
+                    rank: int) -> Dict[str, bool]:
+    """The HCG_*_DOMAIN_LOCAL verdicts of ``env`` for ``rank`` (see
+    TaskEnv.domain_local); HcgError(EENV) for a value other than 0 or 1."""
+    return _verdicts_of(env, layout, rank, "_DOMAIN_LOCAL")
+
+
+def _verdicts_of(env: Mapping[str, str], layout: Layout, rank: int,
+                 suffix: str) -> Dict[str, bool]:
     out: Dict[str, bool] = {}
     for g in layout.grids:
         if not g.contains(rank):
@@ -178,7 +197,7 @@ def node_local_of(env: Mapping[str, str], layout: Layout,
                 if d.shared:
                     continue
                 stem = g.name if v.index == 0 else "%s_%s" % (g.name, v.name)
-                name = "HCG_%s_%s_LOCAL" % (stem.upper(), d.name.upper())
+                name = "HCG_%s_%s%s" % (stem.upper(), d.name.upper(), suffix)
                 value = env.get(name)
                 if value is None:
                     continue

@@ -130,6 +130,33 @@ class NodeLocal(unittest.TestCase):
         self.assertIn("HCG_WORLD_TP_LOCAL", str(cm.exception))
 
 
+class DomainLocal(unittest.TestCase):
+    """HCG_*_DOMAIN_LOCAL, the verdicts on NVLink domains, as `hcg env
+    --nodes N --domain-size B` prints them."""
+
+    def test_verdicts_of_hcg_env_domain_size(self):
+        layout = "llm:tp=2,dp=*; llm/expert:expt_tp=1,expt_dp=2,ep=4"
+        out = support.cli("env", "-n", "8", "--nodes", "4", "--domain-size",
+                          "2", layout, "--rank", "5").stdout
+        extra = dict(line.split("=", 1) for line in out.splitlines()
+                     if line.endswith(("_LOCAL=0", "_LOCAL=1")))
+        self.assertEqual(extra["HCG_LLM_EXPERT_EP_DOMAIN_LOCAL"], "0")
+        self.assertEqual(extra["HCG_LLM_EXPERT_EXPT_TP_DOMAIN_LOCAL"], "1")
+        with env.from_environ(environ_of(8, layout, 5, **extra)) as t:
+            self.assertEqual(t.domain_local, {"llm/expert:ep": False,
+                                              "llm/expert:expt_tp": True})
+            self.assertEqual(t.node_local["llm/expert:ep"], False)
+        with env.from_environ(environ_of(8, layout, 5)) as t:
+            self.assertEqual(t.domain_local, {})
+
+    def test_bad_value(self):
+        with self.assertRaises(HcgError) as cm:
+            env.from_environ(environ_of(8, "ep=2,dp=*", 1,
+                                        HCG_WORLD_EP_DOMAIN_LOCAL=""))
+        self.assertEqual(cm.exception.code, Status.EENV)
+        self.assertIn("HCG_WORLD_EP_DOMAIN_LOCAL", str(cm.exception))
+
+
 class Refusals(unittest.TestCase):
 
     def base(self):

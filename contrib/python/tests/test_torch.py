@@ -126,9 +126,10 @@ class RealTorch(unittest.TestCase):
         # with share_equal=False; both pass every check.
         layout = ("llm:tp=2,gtp_remat=1,cp=1,dp=*,pp=2; "
                   "llm/expert:expt_tp=1,ep=2,expt_gtp_remat=1,expt_dp=*,pp")
-        shared = self.check_layout(layout, 8, 20)
-        self.assertLess(max(r["objects"] for r in shared), 20)
-        self.check_layout(layout, 8, 20, "collections_per_key")
+        # 22 keys: the 20 fields of libhcg with gtp_remat and expt_gtp_remat.
+        shared = self.check_layout(layout, 8, 22)
+        self.assertLess(max(r["objects"] for r in shared), 22)
+        self.check_layout(layout, 8, 22, "collections_per_key")
 
     def test_mimo_non_colocated(self):
         self.check_layout("vision:tp=2,dp=2; llm:tp=2,dp=1,pp=2", 8, 8)
@@ -139,25 +140,29 @@ class RealTorch(unittest.TestCase):
     def test_hyper_comm_grid(self):
         results = run_job("grid", 8)
         r0 = results[0]
-        # Megatron's own documented example.
-        self.assertEqual(r0["enum_ab"], [[0, 2, 1, 3], [4, 6, 5, 7]])
+        # Megatron's own documented example: get_rank_enum orders the dims
+        # (canonical groups), _gen_rank_enum takes them as named.
+        self.assertEqual(r0["enum_ab"], [[0, 1, 2, 3], [4, 5, 6, 7]])
+        self.assertEqual(r0["raw_ab"], [[0, 2, 1, 3], [4, 6, 5, 7]])
         self.assertEqual(r0["key_ab"], ["b-a"])
         self.assertTrue(r0["same_get"])
         self.assertEqual(r0["ab_sum"], 4.0)
         self.assertIn("already been created", r0["again"])
         self.assertIn("hasn't been created", r0["get_missing"])
-        self.assertIn("view 'nope' is not registered", r0["bad_view"])
+        self.assertIn("View 'nope' is not registered", r0["bad_view"])
         self.assertTrue(r0["shared_reused"])
         self.assertEqual(r0["alt_e"], [[0, 1, 2, 3], [4, 5, 6, 7]])
         self.assertIn("ValueError", r0["shape"])
-        self.assertIn("shared dim 'c' has size 4 in the view but 2", r0["shared_size"])
-        self.assertIn("does not fit the world of 8", r0["oversized"])
+        self.assertIn("Shared dim 'c' has different membership", r0["shared_size"])
+        self.assertIn("is over sized with world size 8", r0["oversized"])
         self.assertEqual([r["part_member"] for r in results], [False] * 4 + [True] * 4)
 
     def test_node_local(self):
         for rank, res in enumerate(run_job("node_local", 2)):
             self.assertEqual(res["task"], {"tp": rank == 0})
             self.assertEqual(res["layout"], {})
+            self.assertEqual(res["task_domain"], {"tp": True})
+            self.assertEqual(res["layout_domain"], {})
 
     def test_bad_input(self):
         for rank, res in enumerate(run_job("errors", 2)):

@@ -36,9 +36,8 @@ def check_collections(rank: int, world: int, layout: str,
                 continue
             if not inside:
                 bad.append("%s.%s: a group outside the grid" % (name, field))
-            want = (L.group_of_rank(pgs.keys[field], rank).members
-                    if field in hcg.FIELDS else
-                    L.embedding_group(rank, field))
+            want = (L.embedding_group(rank, field) if field in hcg.EMBEDDINGS
+                    else L.group_of_rank(pgs.keys[field], rank).members)
             if members != want:
                 bad.append("%s.%s: members %s, want %s" % (name, field, members, want))
             if dist.get_world_size(pg) != len(want):
@@ -102,9 +101,10 @@ def check_grid(rank: int, world: int, _arg: str) -> dict:
             out[what] = "no error"
         except KeyError as exc:
             out[what] = "KeyError: " + str(exc)
+    out["raw_ab"] = grid._gen_rank_enum(["a", "b"])
     grid.register_view("alt", [4, 2], ["e", "c"], shared_dims=["c"])
     base_c = grid.create_pg("c")
-    out["shared_reused"] = grid.create_pg("c", view="alt") is base_c
+    out["shared_reused"] = grid.get_pg("c", view="alt") is base_c
     out["alt_e"] = grid.get_rank_enum("e", view="alt")
     for what, call in (("shape", lambda: ht.HyperCommGrid([2, 0], ["x", "y"])),
                        ("shared_size", lambda: grid.register_view(
@@ -211,16 +211,18 @@ def check_peer_fails(rank: int, world: int, _arg: str) -> dict:
 
 
 def check_node_local(rank: int, world: int, _arg: str) -> dict:
-    """ProcessGroups.node_local: the TaskEnv's verdicts for the grid's dims,
-    nothing for a bare layout."""
+    """ProcessGroups.node_local and .domain_local: the TaskEnv's verdicts
+    for the grid's dims, nothing for a bare layout."""
     import hcg.torch as ht
     from hcg.env import TaskEnv
 
     task = TaskEnv(hcg.Layout("tp=%d" % world, world), rank,
-                   {"world:tp": rank == 0})
-    from_task = ht.GroupFactory(task).collection().node_local
-    from_layout = ht.GroupFactory(hcg.Layout("tp=%d" % world, world)).collection().node_local
-    return {"task": from_task, "layout": from_layout}
+                   {"world:tp": rank == 0}, {"world:tp": True})
+    from_task = ht.GroupFactory(task).collection()
+    bare = ht.GroupFactory(hcg.Layout("tp=%d" % world, world)).collection()
+    return {"task": from_task.node_local, "layout": bare.node_local,
+            "task_domain": from_task.domain_local,
+            "layout_domain": bare.domain_local}
 
 
 SCENARIOS = {"collections": check_collections,

@@ -30,8 +30,8 @@ def main() -> int:
             pg, members = pgs[field], pgs.ranks[field]
             if members is None:
                 continue
-            want = (L.group_of_rank(pgs.keys[field], rank).members
-                    if field in hcg.FIELDS else L.embedding_group(rank, field))
+            want = (L.embedding_group(rank, field) if field in hcg.EMBEDDINGS
+                    else L.group_of_rank(pgs.keys[field], rank).members)
             t = torch.tensor([float(rank)], dtype=torch.float64, device=device)
             dist.all_reduce(t, group=pg)
             if (members != want or dist.get_world_size(pg) != len(want)

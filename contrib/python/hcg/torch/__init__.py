@@ -12,6 +12,10 @@ clear message when PyTorch or torch.distributed is missing.
     dist.all_reduce(t, group=pgs.dp_cp)
     model = GPTModel(..., pg_collection=pgs.to_megatron())
 
+For Megatron-LM: ``HyperCommGrid`` is its class, ``check_megatron_args``
+refuses arguments that disagree with the launcher's layout, and
+``hcg.torch.megatron.create_topology`` is its MIMO topology.
+
 See doc/torch.md.
 """
 
@@ -21,10 +25,12 @@ from .collection import (ATTRIBUTES, GroupFactory, MultiModuleCollection,
                          ProcessGroups, new_collection, new_collections,
                          new_multimodule_collection)
 from .grid import HyperCommGrid
+from .megatron import MegatronArgs, MegatronError, check_megatron_args, megatron_args
 from .rendezvous import init
 
 __all__ = ["ATTRIBUTES", "ColocatedBridge", "GroupFactory", "HyperCommGrid",
            "NonColocatedBridge",
            "MultiModuleCollection", "ProcessGroups", "TorchUnavailableError",
            "init", "new_collection", "new_collections",
-           "new_multimodule_collection", "tcp_store"]
+           "new_multimodule_collection", "tcp_store",
+           "MegatronArgs", "MegatronError", "check_megatron_args", "megatron_args"]

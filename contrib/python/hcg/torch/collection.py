@@ -19,17 +19,39 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..env import TaskEnv, from_environ, node_local_of
+from ..env import TaskEnv, domain_local_of, from_environ, node_local_of
 from ..errors import HcgError, Status
 from ..layout import EMBEDDINGS, FIELDS, GridRef, Layout, Spec
 from . import groups as _groups
 from ._base import STATE, dist, group_timeout, timeout_of
 
-#: Attributes of a :class:`ProcessGroups`: the collection fields, then the
-#: embedding groups.
-ATTRIBUTES = FIELDS + EMBEDDINGS
+#: The weight-rematerialization groups of Megatron's collection, each over
+#: one dim: ``gtp_remat`` of the base, ``expt_gtp_remat`` of the expert view.
+#: None when the grid lacks the dim.
+REMAT: Dict[str, Tuple[str, str]] = {"gtp_remat": ("base", "gtp_remat"),
+                                     "expt_gtp_remat": ("expert", "expt_gtp_remat")}
+
+#: Attributes of a :class:`ProcessGroups`: the collection fields of libhcg,
+#: the weight-rematerialization groups, then the embedding groups.
+ATTRIBUTES = FIELDS + tuple(REMAT) + EMBEDDINGS
+
+#: Fields of Megatron-LM's ProcessGroupCollection (main, d98e8a6) that hcg
+#: does not make, and what they are; ``to_megatron()`` sets them to None,
+#: which Megatron reads as "not in use". Every other field of that class is
+#: an attribute of :class:`ProcessGroups`.
+NOT_MADE: Dict[str, str] = {
+    "hcp": "hierarchical context-parallel groups "
+           "(--hierarchical-context-parallel-sizes)",
+    "dp_cp_ag": "a second dp_cp communicator for overlapped parameter "
+                "all-gathers",
+    "expt_dp_ag": "a second expt_dp communicator for overlapped parameter "
+                  "all-gathers",
+    "inter_dist_opt": "the groups across distributed-optimizer instances "
+                      "(--num-distributed-optimizer-instances > 1)",
+}
 
 Source = Union[Layout, TaskEnv, str, None]
 _OPTION_NAMES = ("backend", "timeout", "pg_options")
@@ -41,8 +63,8 @@ class ProcessGroups:
     ``tp_cp``, ``mp``, ``tp_dp``, ``tp_dp_cp``, ``dp_cp_gtp_remat``, the
     expert fields (``ep``, ``expt_tp``, ``expt_dp``, ``tp_ep``,
     ``tp_ep_pp``, ...), ``intra_dp_cp``, ``intra_expt_dp``,
-    ``intra_dist_opt``, and for the language module ``embd`` and
-    ``pos_embd``.
+    ``intra_dist_opt``, ``gtp_remat`` and ``expt_gtp_remat``, and for the
+    language module ``embd`` and ``pos_embd``.
 
     An attribute is None when the grid does not provide the field (its dims
     are all absent), when this rank is not in the grid, or (embedding groups)
@@ -63,6 +85,11 @@ class ProcessGroups:
         self.node_local: Dict[str, bool] = {
             key.split(":", 1)[1]: v
             for key, v in getattr(factory, "node_local", {}).items()
+            if key.split(":", 1)[0].split("/", 1)[0] == grid}
+        #: The same for the step's NVLink domains (TaskEnv.domain_local).
+        self.domain_local: Dict[str, bool] = {
+            key.split(":", 1)[1]: v
+            for key, v in getattr(factory, "domain_local", {}).items()
             if key.split(":", 1)[0].split("/", 1)[0] == grid}
         for name in ATTRIBUTES:
             setattr(self, name, None)
@@ -85,19 +112,51 @@ class ProcessGroups:
         return {name: getattr(self, name) for name in ATTRIBUTES}
 
     def to_megatron(self, cls: Optional[type] = None) -> Any:
-        """A ``megatron.core.process_groups_config.ProcessGroupCollection``
-        (or ``cls``) holding these groups. Only the fields the class knows
-        are passed; not-provided ones are passed as None, which Megatron
-        reads as 'explicitly not needed'."""
+        """These groups as Megatron-LM's ``ProcessGroupCollection``.
+
+        Every field of the class is set: the ones hcg makes from this
+        rank's groups (None where the grid lacks the dims, or the rank is
+        outside the grid), and the ones in :data:`NOT_MADE` to None, which
+        Megatron reads as "not in use" (rather than falling back to its
+        global parallel state). ``tp_dp``, which Megatron's MIMO topology
+        sets beside the declared fields, is set too.
+
+        Args:
+            cls: the collection class; default
+                ``megatron.core.process_groups_config.ProcessGroupCollection``.
+
+        Returns:
+            An instance of ``cls``.
+
+        Raises:
+            ImportError: ``cls`` is None and Megatron-LM is not importable.
+        """
         if cls is None:
             from megatron.core.process_groups_config import (  # type: ignore[import]
                 ProcessGroupCollection)
             cls = ProcessGroupCollection
         try:
-            known = {f.name for f in dataclasses.fields(cls)}
-        except TypeError:  # not a dataclass: trust it to take them all
-            known = set(ATTRIBUTES)
-        return cls(**{k: v for k, v in self.as_dict().items() if k in known})
+            names = [f.name for f in dataclasses.fields(cls)]
+        except TypeError:  # not a dataclass: give it what hcg knows
+            names = list(ATTRIBUTES) + list(NOT_MADE)
+        kwargs: Dict[str, Any] = {}
+        unknown = []
+        for name in names:
+            if name in ATTRIBUTES:
+                kwargs[name] = getattr(self, name)
+            elif name in NOT_MADE:
+                kwargs[name] = None
+            else:
+                unknown.append(name)
+        if unknown:
+            warnings.warn("hcg.torch: %s.%s has fields hcg does not know "
+                          "(%s); they are left unset" % (
+                              cls.__module__, cls.__name__, ", ".join(unknown)),
+                          stacklevel=2)
+        out = cls(**kwargs)
+        if "tp_dp" not in names:
+            out.tp_dp = self.tp_dp
+        return out
 
     def __repr__(self) -> str:
         have = [f for f in ATTRIBUTES if getattr(self, f) is not None]
@@ -171,6 +230,14 @@ def _resolve(source: Source, d: Any) -> Tuple[Layout, int, bool]:
     return layout, rank, owned
 
 
+def _remat_request(layout: Layout, g: Any, view: str, dim: str) -> Any:
+    """The request of a grid's one-dim remat group, None without the dim."""
+    for v in g.views:
+        if v.name == view and dim in v.dim_names:
+            return layout.request_dims([dim], g.name, view)
+    return None
+
+
 def _members_tag(members: Sequence[int]) -> str:
     """A store name for a group of these ranks, the same on every member:
     their count and a digest of the list (O(group size) to compute)."""
@@ -220,6 +287,10 @@ class GroupFactory:
         self.node_local: Dict[str, bool] = (
             dict(task.node_local) if task is not None else
             node_local_of(os.environ, self.layout, self.rank)
+            if source is None else {})
+        self.domain_local: Dict[str, bool] = (
+            dict(task.domain_local) if task is not None else
+            domain_local_of(os.environ, self.layout, self.rank)
             if source is None else {})
         self._backend = backend or STATE.backend
         self._timeout = group_timeout(timeout)
@@ -321,8 +392,9 @@ class GroupFactory:
         g = self.layout.grid(grid)
         inside = g.contains(self.rank)
         plan: Dict[str, Tuple[Optional[str], Optional[List[int]]]] = {}
-        for field in FIELDS:
-            req = self.layout.field_request(g.index, field)
+        for field in FIELDS + tuple(REMAT):
+            req = (self.layout.field_request(g.index, field) if field in FIELDS
+                   else _remat_request(self.layout, g, *REMAT[field]))
             if req is None:
                 plan[field] = (None, None)
             elif not inside:

@@ -63,7 +63,8 @@ class GroupSpec(NamedTuple):
     """One group to create: its key, its members (global ranks, ascending)
     and the keyword arguments of its creation (backend, timeout,
     pg_options). ``tag`` names the group in the store (default: the key);
-    every member must give the same tag."""
+    every member must give the same tag. ``desc`` is torch's group_desc
+    where torch takes one (default: the key)."""
 
     key: str
     members: Tuple[int, ...]
@@ -71,6 +72,7 @@ class GroupSpec(NamedTuple):
     timeout: datetime.timedelta
     pg_options: Any = None
     tag: Optional[str] = None
+    desc: Optional[str] = None
 
 
 _created_lock = threading.Lock()
@@ -188,7 +190,7 @@ class _Helper(_Way):
                                "group helper takes no backend options" % s.key)
             kwargs[self.options] = s.pg_options
         if self.desc:
-            kwargs["group_desc"] = s.key
+            kwargs["group_desc"] = s.desc or s.key
         made = self.helper(**kwargs)
         pg = made[0] if isinstance(made, tuple) else made
         self.pg_group_ranks[pg] = {m: i for i, m in enumerate(s.members)}
@@ -211,7 +213,7 @@ class _Public(_Way):
                                   "backend": s.backend, "pg_options": s.pg_options,
                                   "use_local_synchronization": True}
         if self.desc:
-            kwargs["group_desc"] = s.key
+            kwargs["group_desc"] = s.desc or s.key
         return d.new_group(**kwargs)
 
 

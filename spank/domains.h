@@ -1,0 +1,136 @@
+/*
+ * domains.h - the NVLink domains of a step's nodes, and where each task of
+ * the step runs, as slurmstepd learns them. Pure C (no Slurm), so that the
+ * unit tests, the fuzz target and the plugin run the same code;
+ * stepd_domains.c gathers what it reads from Slurm.
+ *
+ * A node's slurmstepd knows its own tasks and its own topology address
+ * (SLURM_TOPOLOGY_ADDR, set by slurmstepd itself from slurmd's topology
+ * plugin). For the other nodes of the step it reads:
+ *   - the step's nodes in Slurm's node order (SLURM_STEP_NODELIST), their
+ *     task counts (SLURM_STEP_TASKS_PER_NODE) and the distribution
+ *     (SLURM_DISTRIBUTION, SLURM_DIST_PLANESIZE), which srun sets for every
+ *     step; from them the node of every task, as Slurm's step layout
+ *     places it (block: consecutive; cyclic and plane: dealt to the nodes
+ *     with room left). The model must put exactly this node's own tasks
+ *     (S_JOB_LOCAL_TO_GLOBAL_ID) on this node (S_JOB_NODEID), and the node
+ *     list must count S_JOB_NNODES nodes with this node's name where its
+ *     S_JOB_NODEID says, or nothing is checked;
+ *   - topology.conf beside slurmstepd's own SLURM_CONF (the file Slurm's
+ *     topology plugins read; slurmd sets SLURM_CONF for slurmstepd, the
+ *     user cannot): the blocks (topology/block: BlockName=B Nodes=...) or
+ *     the leaf switches (topology/tree: SwitchName=S Nodes=...) of the
+ *     step's nodes. It must agree with this node's SLURM_TOPOLOGY_ADDR,
+ *     or nothing is checked.
+ * A node's domain is its block, or its leaf switch. What cannot be learnt
+ * is said in one sentence (why) and nothing is checked; a cluster whose
+ * address pattern is plain "node" (no topology plugin) has no domains and
+ * nothing is said.
+ *
+ * Bounds: at most HCGP_STEP_NODES_MAX nodes, names of HCGP_NODE_NAME_MAX
+ * bytes, HCGP_HOSTS_MAX names expanded from topology.conf; every number is
+ * parsed with its range checked.
+ */
+#ifndef HCGP_DOMAINS_H
+#define HCGP_DOMAINS_H
+
+#include <stddef.h>
+
+#include "hcg.h"
+
+#define HCGP_STEP_NODES_MAX (1 << 20)
+#define HCGP_NODE_NAME_MAX 255
+#define HCGP_HOSTS_MAX (1L << 22)
+/* topology.conf larger than this is not read. */
+#define HCGP_TOPOLOGY_MAX_BYTES (8 << 20)
+
+/* Expands a Slurm host list ("n[1-3,08-10],m2", bracket ranges padded to
+ * the width of their first number) into names, in order: fn(arg, name,
+ * len) per name; a non-zero return stops and is returned. -1 for a
+ * malformed list, a name over HCGP_NODE_NAME_MAX bytes or more than max
+ * names. */
+typedef int (*hcgp_host_fn)(void *arg, const char *name, size_t len);
+int hcgp_hostlist_each(const char *list, size_t len, long max, hcgp_host_fn fn,
+                       void *arg);
+
+/* SLURM_STEP_TASKS_PER_NODE ("2(x3),1") into counts[0 .. nnodes-1], each
+ * at least 1; 0, or -1 when it does not give exactly nnodes counts. */
+int hcgp_tasks_per_node(const char *s, int nnodes, int *counts);
+
+/* Where the tasks of a step run: counts per node and Slurm's distribution
+ * (HCG_DIST_BLOCK, HCG_DIST_CYCLIC, HCG_DIST_PLANE with plane tasks). */
+struct hcgp_step {
+  int nnodes, world;
+  int dist, plane;
+  int *counts;           /* nnodes */
+  long long *start;      /* nnodes + 1: block's first task of each node */
+  int *sorted;           /* the counts, ascending */
+  long long *sorted_sum; /* nnodes + 1: sums of the smallest counts */
+};
+/* 0, or -1 (no memory, or counts not summing to world). */
+int hcgp_step_init(struct hcgp_step *s, const int *counts, int nnodes,
+                   int world, int dist, int plane);
+void hcgp_step_free(struct hcgp_step *s);
+/* The node (0 .. nnodes-1) of a task; -1 outside. O(log nodes), or
+ * O(nodes) in the last rounds of cyclic and plane over uneven counts. */
+int hcgp_step_node(const struct hcgp_step *s, int rank);
+
+enum hcgp_topo { HCGP_TOPO_BLOCK = 1, HCGP_TOPO_TREE = 2 };
+
+/* What slurmstepd read (stepd_domains.c); NULL for what is not set. */
+struct hcgp_domain_input {
+  const char *pattern, *addr; /* SLURM_TOPOLOGY_ADDR_PATTERN, _ADDR    */
+  const char *nodelist;       /* SLURM_STEP_NODELIST                   */
+  const char *tasks_per_node; /* SLURM_STEP_TASKS_PER_NODE             */
+  const char *distribution;   /* SLURM_DISTRIBUTION                    */
+  const char *plane_size;     /* SLURM_DIST_PLANESIZE                  */
+  long nnodes, nodeid, world; /* S_JOB_NNODES, S_JOB_NODEID, tasks     */
+  const int *local;           /* this node's tasks (global ids)        */
+  int nlocal;
+  const char *topology; /* topology.conf's text, or NULL         */
+  size_t topology_len;
+  const char *topology_path;  /* its path, or NULL: not found          */
+  const char *topology_error; /* why it was not found or not read      */
+};
+
+enum hcgp_domains_state {
+  HCGP_DOMAINS_NONE = 0,    /* no topology: nothing checked, nothing said */
+  HCGP_DOMAINS_KNOWN = 1,   /* every node of the step has a domain        */
+  HCGP_DOMAINS_UNKNOWN = 2, /* not learnt: why says so                    */
+};
+
+struct hcgp_domains {
+  int state;     /* enum hcgp_domains_state                         */
+  int this_node; /* UNKNOWN: the reason is this node's own (its
+                    address), not one every node finds               */
+  char why[512]; /* UNKNOWN: one sentence, no prefix                 */
+  int kind;      /* enum hcgp_topo                                   */
+  int nodeid;    /* this node's index                                */
+  struct hcgp_step step;
+  int *node_domain; /* per node of the step: its domain's number        */
+  char **domain;    /* per domain number: its name (block or switch)   */
+  int ndomains;
+};
+
+/* Learns the domains from in; never fails otherwise than by saying why
+ * (state UNKNOWN, or NONE). Free with hcgp_domains_free. */
+void hcgp_domains_build(struct hcgp_domains *d,
+                        const struct hcgp_domain_input *in);
+void hcgp_domains_free(struct hcgp_domains *d);
+
+/* hcg_node_fn's: the node of a task, and its domain (-1 when unknown). */
+int hcgp_domains_node_of(void *domains, int rank);
+int hcgp_domains_domain_of(void *domains, int rank);
+/* "block b1", "switch s2" (at most cap bytes). */
+void hcgp_domains_name(const struct hcgp_domains *d, int domain, char *buf,
+                       size_t cap);
+
+/* The suggestion of the step's line (hcg_placement_suggest) for a layout
+ * whose groups cross, over the step's own nodes and domains, offering
+ * block, cyclic and plane=S (S the crossing group's size) over the same
+ * task counts. Returns hcg_placement_suggest's answer. */
+int hcgp_domains_suggest(const struct hcgp_domains *d, const hcg_layout *L,
+                         const char *node_dims, const char *domain_dims,
+                         int group_size, char *buf, size_t cap);
+
+#endif /* HCGP_DOMAINS_H */
