@@ -4,9 +4,9 @@
 # environment, and every group of every grid of every rank is a torch group
 # whose size, group rank and all-reduce match the layout. Where Slurm has
 # no mpi_pmix (Debian's 26.05), the same tests run with MASTER_ADDR and
-# MASTER_PORT instead (rendezvous below), and only those about the PMIx
-# broadcast skip (need_pmix). Run by tests/cluster/run.sh. Every srun is
-# bounded by `timeout`.
+# MASTER_PORT instead (rendezvous in helpers.bash), and only those about
+# the PMIx broadcast skip (need_pmix). Run by tests/cluster/run.sh. Every
+# srun is bounded by `timeout`.
 
 load helpers
 
@@ -28,21 +28,6 @@ setup() {
   export PYTHONPATH=$SRCDIR/contrib/python
   export HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.1
   SCRIPTS=$BATS_TEST_DIRNAME/torch
-}
-
-# rendezvous: how hcg.torch.init() finds rank 0's store in this cluster.
-# With mpi_pmix: srun --mpi=pmix, and rank 0's address (a free port) goes
-# through libhcg's PMIx broadcast. Without (Debian's Slurm 26.05): no
-# --mpi, and MASTER_ADDR/MASTER_PORT (a free port) name the store, as
-# torchrun's would. Sets RDV (srun arguments) and exports the variables.
-rendezvous() {
-  RDV=()
-  if [ "${CLUSTER_PMIX:-1}" = 1 ] && [ -z "${MASTER_PORT:-}" ]; then
-    RDV=(--mpi=pmix)
-  elif [ -z "${MASTER_PORT:-}" ]; then
-    export MASTER_ADDR=127.0.0.1 MASTER_PORT
-    MASTER_PORT=$(_cluster_free_port)
-  fi
 }
 
 # torch_run N LAYOUT SCRIPT [ARGS...]: the script on N tasks, each task's
