@@ -104,9 +104,28 @@ def _no_pmix(exc: HcgError) -> HcgError:
     return exc
 
 
+def _check_own(host: str) -> None:
+    """That ``host``, which rank 0 is about to publish with a port of its
+    own, is an address of this host: binding a socket to it tells at once
+    (torch's store would find out only when its own client's connection
+    timed out, after the whole timeout or more)."""
+    try:
+        infos = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as s:
+            s.bind(address)
+    except (OSError, IndexError) as exc:
+        raise HcgError(Status.EIO, "rank 0 could not open hcg.torch's store "
+                       "(a TCPStore) on %s: that is no address of this host "
+                       "(MASTER_ADDR, when set alone, is the address rank 0 "
+                       "publishes): %s" % (host, exc)) from None
+
+
 def _server(host: str, port: int, world_size: int, timeout: Any) -> Any:
     """Rank 0's store. It does not wait for the others there: they may
     learn its port only after it is published."""
+    if port == 0:
+        _check_own(host)
     try:
         return tcp_store(host, port, world_size, True, timeout,
                          wait_for_workers=False)
