@@ -1006,8 +1006,10 @@ void hcg_exchange_free(hcg_exchange *x);
  * process fetches them with one PMIx_Get. Every process of the job must
  * call it with the same root and length. Used to publish a rendezvous
  * address (hcg.torch.init) without any other rendezvous service. The fence
- * and the get time out after hcg_ctx_timeout seconds (HCG_ETIMEOUT); the
- * fence counts in the context's stats like an exchange's. */
+ * and the get share one deadline of hcg_ctx_timeout seconds from the call
+ * (the get has what the fence left, at least one second): a root that
+ * never calls costs the timeout once (HCG_ETIMEOUT). The fence counts in
+ * the context's stats like an exchange's. */
 #define HCG_BROADCAST_MAX 4096
 int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
                       hcg_error *err);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "rt.h"
 #ifdef HCG_HAVE_NCCL
@@ -701,12 +702,26 @@ void hcg_exchange_free(hcg_exchange *x) {
   free(x);
 }
 
+/* Whole seconds since t0, rounded up. */
+static int seconds_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  long long ns = (long long)(t.tv_sec - t0->tv_sec) * 1000000000LL +
+                 (t.tv_nsec - t0->tv_nsec);
+  return (int)((ns + 999999999LL) / 1000000000LL);
+}
+
 /* Broadcast: the root publishes the buffer under a key of its own epoch,
  * one fence orders it before every read, and the others fetch it. The
  * epoch counter is shared with the id exchanges, so keys never repeat
- * within a context and every process derives the same key. */
+ * within a context and every process derives the same key. The fence and
+ * the get share one deadline, the context's timeout: the get has what the
+ * fence left of it (at least a second, for a fence that ended just in
+ * time), so a missing root costs the timeout once, not twice. */
 int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
                       hcg_error *err) {
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (!ctx || !buf || len == 0 || len > HCG_BROADCAST_MAX)
     return hcg__fail(err, HCG_EINVAL,
                      "invalid argument to hcg_ctx_broadcast (buffer %s, %zu "
@@ -731,13 +746,23 @@ int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
       return rc;
     ctx->stats.puts++;
   }
-  if ((rc = fence(ctx, err)))
+  char what[64];
+  snprintf(what, sizeof what, "a broadcast from rank %d", root);
+  if ((rc = hcgrt_exchange_fence(ctx, ctx->timeout_s, what, err)))
     return rc;
   if (ctx->rank == root)
     return HCG_OK;
+  int left = ctx->timeout_s - seconds_since(&t0);
+  if (left < 1)
+    left = 1;
   struct hcgrt_get get = {
       .rank = root, .key = pkey, .out = buf, .group = "#broadcast"};
-  rc = hcgrt_pmix_get_all(ctx->pmix, &get, 1, len, ctx->timeout_s, err);
+  rc = hcgrt_pmix_get_all(ctx->pmix, &get, 1, len, left, err);
+  if (rc == HCG_ETIMEOUT)
+    return hcg__fail(err, HCG_ETIMEOUT,
+                     "%s did not arrive within the timeout (%d s for the "
+                     "fence and the get together)",
+                     what, ctx->timeout_s);
   if (!rc)
     ctx->stats.gets++;
   return rc;

@@ -120,3 +120,18 @@ try_srun() {
     ${SRUN_ARGS:-} "$@" \
     /bin/bash -c 'touch "$0.$SLURM_PROCID"' "$MARKER"
 }
+
+# rendezvous: for the tests that run hcg.torch, how hcg.torch.init() finds
+# rank 0's store in this cluster. With mpi_pmix: srun --mpi=pmix, and rank 0's address (a free port) goes
+# through libhcg's PMIx broadcast. Without (Debian's Slurm 26.05): no
+# --mpi, and MASTER_ADDR/MASTER_PORT (a free port) name the store, as
+# torchrun's would. Sets RDV (srun arguments) and exports the variables.
+rendezvous() {
+  RDV=()
+  if [ "${CLUSTER_PMIX:-1}" = 1 ] && [ -z "${MASTER_PORT:-}" ]; then
+    RDV=(--mpi=pmix)
+  elif [ -z "${MASTER_PORT:-}" ]; then
+    export MASTER_ADDR=127.0.0.1 MASTER_PORT
+    MASTER_PORT=$(_cluster_free_port)
+  fi
+}

@@ -28,8 +28,9 @@ job() {
   local n=$1 largs=$2 targs=$3 layout
   layout=$("$HCG" layout --megatron "$largs" -n "$n") || return 1
   rm -f "$OUT"/out.* "$OUT"/err.*
+  rendezvous # --mpi=pmix, or MASTER_ADDR/PORT where Slurm has no mpi_pmix
   # shellcheck disable=SC2086 # $targs is split as a job script splits $ARGS
-  run timeout -k 5 150 srun -n "$n" --overcommit --mpi=pmix \
+  run timeout -k 5 150 srun -n "$n" --overcommit "${RDV[@]}" \
     --hcg-layout="$layout" --output="$OUT/out.%t" --error="$OUT/err.%t" \
     "$PY" -B "$BATS_TEST_DIRNAME/torch/megatron_job.py" $targs
 }

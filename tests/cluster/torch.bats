@@ -2,8 +2,11 @@
 # hcg.torch on real torch (Debian's python3-torch, gloo on CPU) under
 # srun --mpi=pmix --hcg-layout: hcg.torch.init() needs nothing but srun's
 # environment, and every group of every grid of every rank is a torch group
-# whose size, group rank and all-reduce match the layout. Run by
-# tests/cluster/run.sh. Every srun is bounded by `timeout`.
+# whose size, group rank and all-reduce match the layout. Where Slurm has
+# no mpi_pmix (Debian's 26.05), the same tests run with MASTER_ADDR and
+# MASTER_PORT instead (rendezvous in helpers.bash), and only those about
+# the PMIx broadcast skip (need_pmix). Run by tests/cluster/run.sh. Every
+# srun is bounded by `timeout`.
 
 load helpers
 
@@ -28,12 +31,13 @@ setup() {
 }
 
 # torch_run N LAYOUT SCRIPT [ARGS...]: the script on N tasks, each task's
-# output in $OUT/out.R, bounded by 150 s.
+# output in $OUT/out.R (stderr in $OUT/err.R), bounded by 150 s.
 torch_run() {
   local n=$1 layout=$2 script=$3
   shift 3
   rm -f "$OUT"/out.* "$OUT"/err.*
-  run timeout -k 5 150 srun -n "$n" --overcommit --mpi=pmix \
+  rendezvous
+  run timeout -k 5 150 srun -n "$n" --overcommit "${RDV[@]}" \
     --hcg-layout="$layout" --output="$OUT/out.%t" --error="$OUT/err.%t" \
     "$PY" -B "$SCRIPTS/$script" "$@"
 }
@@ -74,6 +78,7 @@ all_ok() {
 }
 
 @test "two steps at once on one node: no port collision" {
+  need_pmix # the free port rank 0 picks goes through PMIx
   local a=$BATS_TEST_TMPDIR/a b=$BATS_TEST_TMPDIR/b
   mkdir -p "$a" "$b"
   chmod 777 "$a" "$b"
@@ -89,13 +94,95 @@ all_ok() {
   [ "$(cat "$b"/out.* | grep -c '^ok ')" -eq 4 ]
 }
 
-@test "MASTER_ADDR and MASTER_PORT, when set, are honoured" {
+@test "MASTER_ADDR and MASTER_PORT, when set, are honoured (no PMIx needed)" {
   local port
-  port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(_cluster_free_port)
+  # No --mpi=pmix: the variables are all init() needs.
   MASTER_ADDR=127.0.0.1 MASTER_PORT=$port torch_run 4 'tp=2,dp=*' check_groups.py
   [ "$status" -eq 0 ] || { show; false; }
   all_ok 4
   [ "$(outs | grep -c "store=127.0.0.1:$port\$")" -eq 4 ]
+}
+
+# after_below FILES... LIMIT: every "after S s" line of these task outputs
+# has S below LIMIT seconds.
+after_below() {
+  local limit=${*: -1}
+  cat "${@:1:$#-1}" | awk -v l="$limit" '$1 == "after" && $2 >= l { bad = 1 } END { exit bad }'
+}
+
+# one_rank_fails R: rank R's RANK disagrees with the layout, so it fails in
+# init() before the others could know; they must name it at once.
+one_rank_fails() {
+  local bad=$1 r
+  rendezvous
+  rm -f "$OUT"/out.* "$OUT"/err.*
+  # shellcheck disable=SC2016 # expanded by the task's shell
+  run timeout -k 5 150 srun -n 4 --overcommit "${RDV[@]}" --hcg-layout='tp=2,dp=*' \
+    --output="$OUT/out.%t" --error="$OUT/err.%t" /bin/bash -c \
+    'if [ "$SLURM_PROCID" = "$2" ]; then export RANK=7; fi; exec "$0" -B "$1" init' \
+    "$PY" "$SCRIPTS/faults.py" "$bad"
+  [ "$status" -eq 0 ] || { show; return 1; }
+  grep -q "error EMISMATCH: RANK=7 but the hcg layout says $bad" "$OUT/out.$bad" || { show; return 1; }
+  local others=()
+  for r in 0 1 2 3; do
+    [ "$r" = "$bad" ] && continue
+    others+=("$OUT/out.$r")
+    if [ "$bad" = 0 ]; then
+      # Rank 0 broadcast its failure instead of the store's address.
+      grep -q "error EMISMATCH: hcg.torch.init: rank 0 failed before it published the address of its store: EMISMATCH: RANK=7" "$OUT/out.$r" || { show; return 1; }
+    else
+      grep -q "error EMISMATCH: the default process group (4 ranks, store .*) cannot form: rank $bad failed: EMISMATCH: RANK=7" "$OUT/out.$r" || { show; return 1; }
+    fi
+    grep -q "^peer $bad\$" "$OUT/out.$r" || { show; return 1; }
+  done
+  echo "# rank $bad failed after $(grep '^after' "$OUT/out.$bad" | cut -d' ' -f2) s; the others after: $(cat "${others[@]}" | grep '^after' | cut -d' ' -f2 | tr '\n' ' ')s (timeout 60 s)" >&3
+  # At once: well inside init's 60 s timeout.
+  after_below "${others[@]}" 30 || { show; return 1; }
+  if cat "$OUT"/err.* | grep -q Traceback; then show; return 1; fi
+}
+
+@test "rank 0 fails before the broadcast (its RANK disagrees): the others name it at once" {
+  need_pmix # rank 0 tells the others through the PMIx broadcast
+  one_rank_fails 0
+}
+
+@test "another rank fails in init (its RANK disagrees): the others name it at once" {
+  one_rank_fails 2
+}
+
+@test "rank 0 cannot open its store: the others name it and its reason" {
+  need_pmix # rank 0 tells the others through the PMIx broadcast
+  # 192.0.2.1 (TEST-NET-1) is no address of this node: rank 0 cannot
+  # publish it (torch's store itself would find out only when its own
+  # client gave up, after init's timeout or later).
+  MASTER_ADDR=192.0.2.1 torch_run 4 'tp=2,dp=*' faults.py init 10
+  [ "$status" -eq 0 ] || { show; false; }
+  grep -q "error EIO: rank 0 could not open hcg.torch's store (a TCPStore) on 192.0.2.1: that is no address of this host" "$OUT/out.0" || { show; false; }
+  local r t0
+  for r in 1 2 3; do
+    grep -q "error EIO: hcg.torch.init: rank 0 failed before it published the address of its store: EIO: rank 0 could not open hcg.torch's store" "$OUT/out.$r" || { show; false; }
+    grep -q '^peer 0$' "$OUT/out.$r" || { show; false; }
+  done
+  t0=$(grep '^after' "$OUT/out.0" | cut -d' ' -f2)
+  echo "# rank 0 failed after $t0 s; the others after: $(cat "$OUT"/out.[123] | grep '^after' | cut -d' ' -f2 | tr '\n' ' ')s" >&3
+  # As soon as rank 0 failed (they used to wait for the fence and then the
+  # get, the timeout twice after it).
+  after_below "$OUT"/out.[123] "$(awk -v t="$t0" 'BEGIN { print t + 8 }')" || { show; false; }
+  if cat "$OUT"/err.* | grep -q Traceback; then show; false; fi
+}
+
+@test "rank 0 never calls init: the others fail once the timeout passes, not twice" {
+  need_pmix # the PMIx broadcast's fence and get share one deadline
+  torch_run 4 'tp=2,dp=*' faults.py absent0 25
+  [ "$status" -eq 0 ] || { show; false; }
+  local r
+  for r in 1 2 3; do
+    grep -q "error ETIMEOUT: .*a broadcast from rank 0" "$OUT/out.$r" || { show; false; }
+  done
+  echo "# timeout 10 s; the others failed after: $(cat "$OUT"/out.[123] | grep '^after' | cut -d' ' -f2 | tr '\n' ' ')s" >&3
+  # The fence's 10 s and the get's 10 s were 20 s and more.
+  after_below "$OUT"/out.[123] 18 || { show; false; }
 }
 
 @test "a RANK that disagrees with the layout: a clear error, no hang" {
@@ -119,16 +206,22 @@ all_ok() {
 
 @test "the example: tp=2, dp=2 training matches one process to rounding" {
   local ex=$SRCDIR/contrib/python/examples/train_tiny.py
-  rm -f "$OUT"/out.*
-  run timeout -k 5 150 srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' \
-    --output="$OUT/out.%t" "$PY" -B "$ex"
+  rm -f "$OUT"/out.* "$OUT"/err.*
+  rendezvous
+  run timeout -k 5 150 srun -n 4 --overcommit "${RDV[@]}" --hcg-layout='tp=2,dp=*' \
+    --output="$OUT/out.%t" --error="$OUT/err.%t" "$PY" -B "$ex"
   [ "$status" -eq 0 ] || { show; false; }
-  "$PY" -B "$ex" --reference > "$OUT/reference"
+  "$PY" -B "$ex" --reference > "$OUT/reference" 2> /dev/null
   [ "$(grep -c '^step' "$OUT/out.0")" -eq 5 ] || { show; false; }
-  paste -d' ' "$OUT/out.0" "$OUT/reference" | awk '
-    { d = $4 - $8; if (d < 0) d = -d; r = d / $8
-      if (r > 1e-12) { print "step " $2 ": " $4 " vs " $8; bad = 1 } }
-    END { exit bad }'
+  [ "$(grep -c '^step' "$OUT/reference")" -eq 5 ] || { cat "$OUT/reference"; false; }
+  # Step by step, matched by number: whatever else torch prints (its
+  # warnings, gloo's connection lines) is not a step line.
+  awk '$1 != "step" { next }
+    NR == FNR { ref[$2] = $4; next }
+    { n++; if (!($2 in ref)) { print "step " $2 ": no reference"; bad = 1; next }
+      d = $4 - ref[$2]; if (d < 0) d = -d; r = d / ref[$2]
+      if (r > 1e-12) { print "step " $2 ": " $4 " vs " ref[$2]; bad = 1 } }
+    END { exit bad || n != 5 }' "$OUT/reference" "$OUT/out.0"
 }
 
 # bridge_case NAME SRC DEST: the colocated bridge on 8 tasks, every check

@@ -23,14 +23,14 @@ path in $HCG_LIBRARY.
 from __future__ import annotations
 
 from . import env
-from .errors import HcgError, Status
+from .errors import HcgError, PeerError, Status
 from .layout import (EMBEDDINGS, FIELDS, Bridge, Dim, Grid, Group, Groups,
                      Layout, Request, Stage, View)
 
 __all__ = [
     "Bridge", "Dim", "EMBEDDINGS", "FIELDS", "Grid", "Group", "Groups",
-    "HcgError", "Layout", "Request", "Stage", "Status", "View", "env",
-    "library_version",
+    "HcgError", "Layout", "PeerError", "Request", "Stage", "Status", "View",
+    "env", "library_version",
 ]
 
 __version__ = "0.1.0"

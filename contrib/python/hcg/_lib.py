@@ -2,7 +2,7 @@
 
 Only the stable part of hcg.h is bound: layouts, requests, groups, collection
 fields, embedding groups, stages, bridges, hcg_rank_env, and of contexts just
-what hcg.torch.init needs (a default context and hcg_ctx_broadcast).
+what hcg.torch.init needs (a context with a timeout and hcg_ctx_broadcast).
 Communicators are not bound (use hcg.torch, or libhcg's C API directly).
 
 The library is looked up, first match wins:
@@ -28,6 +28,7 @@ CONFIG_VERSION = 1
 ERROR_MAX = 1024
 KEY_MAX = 640
 MAX_WORLD = 2147483647
+UNSET = -1  # HCG_UNSET
 
 
 class Error(ctypes.Structure):
@@ -58,6 +59,31 @@ class LayoutConfig(ctypes.Structure):
         super().__init__()
         self.size = ctypes.sizeof(LayoutConfig)
         self.version = CONFIG_VERSION
+
+
+class CtxConfig(ctypes.Structure):
+    """struct hcg_ctx_config, filled as HCG_CTX_CONFIG_INIT does: its size
+    and version, every other field unset; hcg.torch.init sets timeout_s."""
+
+    _fields_ = [
+        ("size", ctypes.c_size_t),
+        ("version", ctypes.c_uint),
+        ("getenv_fn", ctypes.c_void_p),
+        ("getenv_arg", ctypes.c_void_p),
+        ("envp", ctypes.c_void_p),
+        ("pmix", ctypes.c_int),
+        ("timeout_s", ctypes.c_int),
+        ("device", ctypes.c_int),
+        ("tag", ctypes.c_char_p),
+        ("fanin", ctypes.c_int),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = ctypes.sizeof(CtxConfig)
+        self.version = CONFIG_VERSION
+        self.pmix = 0  # HCG_PMIX_AUTO
+        self.timeout_s = self.device = self.fanin = UNSET
 
 
 class Request(ctypes.Structure):
@@ -172,9 +198,9 @@ _PROTOTYPES = {
     "hcg_bridge_leader": (_c_int, [_L, _P(Bridge), _c_int, _c_int]),
     "hcg_bridge_targets": (_c_int, [_L, _P(Bridge), _c_int, _int_p, _int_p]),
     "hcg_rank_env": (_c_int, [_L, _c_int, ENV_FN, ctypes.c_void_p]),
-    # Contexts, only as far as hcg.torch.init needs them: made with the
-    # default config (NULL), so no config struct is bound here.
-    "hcg_ctx_init": (_c_int, [ctypes.c_void_p, _P(ctypes.c_void_p),
+    # Contexts, only as far as hcg.torch.init needs them: the default
+    # config but for the timeout, and the broadcast.
+    "hcg_ctx_init": (_c_int, [_P(CtxConfig), _P(ctypes.c_void_p),
                               _P(Error)]),
     "hcg_ctx_free": (None, [ctypes.c_void_p]),
     "hcg_ctx_broadcast": (_c_int, [ctypes.c_void_p, _c_int, ctypes.c_void_p,

@@ -72,6 +72,29 @@ class HcgError(Exception):
         return "HcgError(%s, %r)" % (self.name, self.message)
 
 
+class PeerError(HcgError):
+    """Another rank failed first, and said so before this rank waited in
+    vain: this rank's part of the same step ends at once instead of at its
+    timeout.
+
+    Attributes (besides HcgError's):
+        rank: the rank that failed.
+        reason: that rank's own error message.
+
+    ``code`` is the failed rank's status (ETIMEOUT when it timed out waiting
+    for a third rank, EIO when it could not open its store, ...), and the
+    message names the step, the rank and its reason.
+    """
+
+    def __init__(self, code: int, message: str, rank: int, reason: str) -> None:
+        super().__init__(code, message)
+        self.rank = rank
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return "PeerError(%s, rank=%d, %r)" % (self.name, self.rank, self.message)
+
+
 def from_c(err: Any, fallback: Optional[str] = None) -> HcgError:
     """An HcgError from a filled struct hcg_error."""
     message = err.message.decode("utf-8", "replace")

@@ -187,6 +187,30 @@ class RealTorch(unittest.TestCase):
             self.assertIn("ETIMEOUT: process group 'world:", err)
             self.assertIn("did not form within 3 s: ranks 3 never arrived", err)
 
+    def test_ranks_with_different_numbers_of_groups(self):
+        results = run_job("uneven", 4)
+        self.assertEqual(results[0]["alone"], 1)
+        for rank, res in enumerate(results):
+            # Never torch's public members-only call, which names groups
+            # after what the process made before.
+            self.assertIn(res["way"], ("constructor", "helper"))
+            self.assertEqual(res["pair_sum"], 1.0 if rank < 2 else 5.0)
+            self.assertEqual(res["pair_rank"], rank % 2)
+
+    def test_member_that_fails_tells_the_others(self):
+        results = run_job("peer_fails", 4)
+        self.assertIn("ETIMEOUT: process group 'world:", results[1]["error"])
+        self.assertIn("did not form within 1 s: ranks 0 never arrived",
+                      results[1]["error"])
+        for rank in (0, 2, 3):
+            res = results[rank]
+            self.assertEqual(res["peer"], 1, "rank %d: %s" % (rank, res))
+            self.assertIn("cannot form: rank 1 failed: ETIMEOUT: process "
+                          "group 'world:", res["error"])
+            self.assertIn("ranks 0 never arrived", res["error"])
+            # At once, not at their own 60 s timeout.
+            self.assertLess(res["seconds"], 40, "rank %d" % rank)
+
 
 if __name__ == "__main__":
     unittest.main()

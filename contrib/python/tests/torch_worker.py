@@ -166,6 +166,50 @@ def check_missing(rank: int, world: int, arg: str) -> dict:
         return {"error": "%s: %s" % (exc.name, exc.message)}
 
 
+def check_uneven(rank: int, world: int, _arg: str) -> dict:
+    """Ranks that made different numbers of groups before meet in one:
+    rank 0 first makes a group of its own, then 0 and 1 make [0, 1] and 2
+    and 3 make [2, 3], which they all-reduce over (torch 2.6 and 2.14 name
+    a members-only group after how many groups the process made, so their
+    public call deadlocks here)."""
+    import torch
+    import torch.distributed as dist
+    import hcg.torch as ht
+    from hcg.torch import groups
+
+    out = {"way": groups.way().name}
+    if rank == 0:
+        alone = ht.GroupFactory(hcg.Layout("tp=1,dp=*", world), timeout=30).group("tp")
+        out["alone"] = dist.get_world_size(alone)
+    pair = ht.GroupFactory(hcg.Layout("tp=2,dp=*", world), timeout=30).group("tp")
+    t = torch.tensor([float(rank)])
+    dist.all_reduce(t, group=pair)
+    out["pair_sum"] = t.item()
+    out["pair_rank"] = dist.get_rank(pair)
+    return out
+
+
+def check_peer_fails(rank: int, world: int, _arg: str) -> dict:
+    """Rank 1 gives up on its first group after 1 s (rank 0 comes 4 s
+    late); the others, with 60 s, must learn it at once, naming rank 1."""
+    import time
+    import hcg.torch as ht
+
+    if rank == 0:
+        time.sleep(4)
+    start = time.monotonic()
+    try:
+        ht.new_collection(hcg.Layout("tp=2,dp=*", world),
+                          timeout=1 if rank == 1 else 60)
+        return {"error": None}
+    except hcg.PeerError as exc:
+        return {"error": "%s: %s" % (exc.name, exc.message), "peer": exc.rank,
+                "seconds": time.monotonic() - start}
+    except hcg.HcgError as exc:
+        return {"error": "%s: %s" % (exc.name, exc.message), "peer": None,
+                "seconds": time.monotonic() - start}
+
+
 def check_node_local(rank: int, world: int, _arg: str) -> dict:
     """ProcessGroups.node_local and .domain_local: the TaskEnv's verdicts
     for the grid's dims, nothing for a bare layout."""
@@ -184,7 +228,8 @@ def check_node_local(rank: int, world: int, _arg: str) -> dict:
 SCENARIOS = {"collections": check_collections,
              "collections_per_key": check_collections_per_key, "grid": check_grid,
              "errors": check_errors, "missing": check_missing,
-             "node_local": check_node_local}
+             "node_local": check_node_local, "uneven": check_uneven,
+             "peer_fails": check_peer_fails}
 
 
 def main() -> int:
@@ -192,9 +237,11 @@ def main() -> int:
     arg = sys.argv[5] if len(sys.argv) > 5 else ""
     try:
         import torch.distributed as dist
+        import hcg.torch as ht
 
         timeout = datetime.timedelta(seconds=60)
-        store = dist.TCPStore("127.0.0.1", port, world, rank == 0, timeout)
+        # hcg's TCPStore opens whether or not this torch has libuv.
+        store = ht.tcp_store("127.0.0.1", port, world, rank == 0, timeout)
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
                                 timeout=timeout)
         from hcg.torch._base import STATE

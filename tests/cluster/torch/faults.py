@@ -1,14 +1,20 @@
 """A task of tests/cluster/torch.bats that goes wrong on purpose.
 
-    python3 faults.py missing RANK   # RANK never makes its groups
-    python3 faults.py init            # just hcg.torch.init()
+    python3 faults.py missing RANK    # RANK never makes its groups
+    python3 faults.py init [TIMEOUT]   # just hcg.torch.init() (timeout 60)
+    python3 faults.py absent0 SECONDS  # rank 0 sleeps that long and never
+                                       # calls init(); the others, timeout 10
 
-Prints "error NAME: message" for an hcg error, "no error" otherwise; a
-traceback from anywhere else fails the test.
+Prints "error NAME: message" for an hcg error, "no error" otherwise, then
+"after SECONDS s" (how long the hcg call took), "peer RANK" after a
+PeerError; a traceback from anywhere else fails the test.
 """
 
+import os
 import sys
 import time
+
+import torch.distributed  # noqa: F401  (imported before any clock starts)
 
 import hcg
 import hcg.torch as ht
@@ -16,17 +22,32 @@ import hcg.torch as ht
 
 def main() -> int:
     what = sys.argv[1]
+    start = time.monotonic()
     try:
-        task = ht.init(backend="gloo", timeout=60)
+        if what == "absent0":
+            if os.environ.get("SLURM_PROCID") == "0":
+                time.sleep(float(sys.argv[2]))
+                print("skipped")
+                return 0
+            ht.init(backend="gloo", timeout=10)
+            print("no error")
+            return 0
+        timeout = float(sys.argv[2]) if what == "init" and len(sys.argv) > 2 else 60
+        task = ht.init(backend="gloo", timeout=timeout)
         if what == "missing":
             if task.rank == int(sys.argv[2]):
                 time.sleep(15)
                 print("skipped")
                 return 0
+            start = time.monotonic()
             ht.new_collection(timeout=5)
         print("no error")
     except hcg.HcgError as exc:
         print("error %s: %s" % (exc.name, exc.message))
+        if isinstance(exc, hcg.PeerError):
+            print("peer %d" % exc.rank)
+    finally:
+        print("after %.1f s" % (time.monotonic() - start), flush=True)
     return 0
 
 

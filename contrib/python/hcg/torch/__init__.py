@@ -19,7 +19,7 @@ refuses arguments that disagree with the launcher's layout, and
 See doc/torch.md.
 """
 
-from ._base import TorchUnavailableError
+from ._base import TorchUnavailableError, tcp_store
 from .bridge import ColocatedBridge, NonColocatedBridge
 from .collection import (ATTRIBUTES, GroupFactory, MultiModuleCollection,
                          ProcessGroups, new_collection, new_collections,
@@ -32,5 +32,5 @@ __all__ = ["ATTRIBUTES", "ColocatedBridge", "GroupFactory", "HyperCommGrid",
            "NonColocatedBridge",
            "MultiModuleCollection", "ProcessGroups", "TorchUnavailableError",
            "init", "new_collection", "new_collections",
-           "new_multimodule_collection",
+           "new_multimodule_collection", "tcp_store",
            "MegatronArgs", "MegatronError", "check_megatron_args", "megatron_args"]

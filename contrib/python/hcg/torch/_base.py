@@ -1,12 +1,16 @@
 """What every part of hcg.torch shares: the lazy torch import, the error
-for a missing torch, timeouts, and the rendezvous state init() records."""
+for a missing torch, timeouts, TCPStores that open on every torch, and the
+rendezvous state init() records."""
 
 from __future__ import annotations
 
+import atexit
+import ctypes
 import datetime
 import os
 import threading
-from typing import Any, Optional, Tuple
+import weakref
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import HcgError, Status
 
@@ -68,6 +72,119 @@ def group_timeout(timeout: Any) -> datetime.timedelta:
     if timeout is not None:
         return timeout_of(timeout)
     return STATE.timeout or timeout_of(None)
+
+
+_store_lock = threading.Lock()
+#: Keyword arguments every TCPStore hcg opens gets (see _store_kwargs).
+_store_kw: Optional[Dict[str, Any]] = None
+
+
+def _store_kwargs(d: Any) -> Dict[str, Any]:
+    """What a TCPStore needs to open on this torch, detected once.
+
+    torch 2.4 and later take ``use_libuv`` and default it to True, but a
+    torch built without libuv (Debian's 2.6 and 2.14) refuses that default
+    in every TCPStore, server or client. Whether the argument exists is
+    read from the constructor's signature; where it does, a throwaway
+    server on a free loopback port tells whether torch's default opens.
+    When it does not and one with ``use_libuv=False`` does, every store
+    hcg opens asks for that. The check is the feature itself, never a
+    version number."""
+    global _store_kw
+    with _store_lock:
+        if _store_kw is None:
+            _store_kw = {}
+            if "use_libuv" in (d.TCPStore.__init__.__doc__ or ""):
+                if not _opens(d, {}) and _opens(d, {"use_libuv": False}):
+                    _store_kw = {"use_libuv": False}
+        return dict(_store_kw)
+
+
+def _opens(d: Any, kwargs: Dict[str, Any]) -> bool:
+    try:
+        probe = d.TCPStore("127.0.0.1", 0, 1, True,
+                           datetime.timedelta(seconds=10),
+                           wait_for_workers=False, **kwargs)
+    except Exception:  # pylint: disable=broad-except
+        return False
+    del probe  # its server thread ends with it
+    return True
+
+
+def tcp_store(host: str, port: int, world_size: Optional[int],
+              is_master: bool, timeout: datetime.timedelta,
+              wait_for_workers: bool = True) -> Any:
+    """A ``torch.distributed.TCPStore`` (server when ``is_master``, else a
+    client of HOST:PORT) that opens on this torch whether or not it was
+    built with libuv. Arguments as TCPStore's. torch's own errors (a port
+    in use, a server that never answers) are raised as they come; callers
+    turn them into :class:`hcg.HcgError` with what they were doing."""
+    d = dist()
+    return d.TCPStore(host, port, world_size, is_master, timeout,
+                      wait_for_workers=wait_for_workers, **_store_kwargs(d))
+
+
+_kept_lock = threading.Lock()
+#: The backends of the groups hcg made, one list per live group (emptied
+#: when the group goes): see keep_backends.
+_kept: List[List[Any]] = []
+_kept_atexit = False
+
+
+def keep_backends(pg: Any) -> None:
+    """Makes sure the backends of ``pg`` (a torch 2.x process group, which
+    wraps them) are never destroyed while the GIL is held.
+
+    torch frees a ``ProcessGroupGloo`` or ``ProcessGroupNCCL`` without the
+    GIL when the last reference to it is a Python one, but the 2.x
+    ``ProcessGroup`` wrapper frees its backends with the GIL held. Gloo's
+    destructor waits for its worker threads, and a worker that just ran a
+    collective may be freeing the tensor of it, whose Python object needs
+    the GIL: the process hangs (seen at the end of a test on torch 2.6, as
+    often as the machine was busy). So hcg keeps a Python reference to each
+    backend and drops it only after the group itself is gone: the backend
+    is then freed without the GIL. At exit, the backends of groups still
+    alive are left to the operating system rather than freed during the
+    interpreter's shutdown. On torch 1.x a group is its backend: nothing
+    to do."""
+    global _kept_atexit
+    getter = getattr(pg, "_get_backend", None)
+    if getter is None:
+        return
+    import torch  # type: ignore[import]
+
+    types = getattr(pg, "_device_types", None)
+    names = [str(t) for t in types] if types else ["cpu", "cuda"]
+    backends: List[Any] = []
+    for name in names:
+        try:
+            backend = getter(torch.device(name))
+        except Exception:  # pylint: disable=broad-except
+            continue  # no backend for that device
+        if backend is not None and all(backend is not b for b in backends):
+            backends.append(backend)
+    if not backends:
+        return
+    # Called once the group's own object is gone (its weak references are
+    # cleared after its C++ side was freed); not at exit (see below).
+    weakref.finalize(pg, backends.clear).atexit = False
+    with _kept_lock:
+        _kept[:] = [k for k in _kept if k]
+        _kept.append(backends)
+        if not _kept_atexit:
+            atexit.register(_leave_at_exit)
+            _kept_atexit = True
+
+
+def _leave_at_exit() -> None:
+    """At exit, the groups still alive die during the interpreter's
+    shutdown, in no order hcg controls: their backends get one more
+    reference that is never dropped, so none is freed with the GIL held.
+    The process's exit reclaims them."""
+    with _kept_lock:
+        alive = [b for k in _kept for b in k]
+    if alive:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(alive))
 
 
 class _State:

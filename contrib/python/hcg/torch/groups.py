@@ -2,24 +2,38 @@
 
 torch's classic ``new_group`` is collective over the whole world: every rank
 takes part in creating every group, member or not. hcg knows each rank's
-groups without asking anyone, so here only the members of a group create it:
+groups without asking anyone, so here only the members of a group create it,
+on a store prefix hcg names (``hcg/TAG/FIRST_MEMBER/N/``), the same on every
+member whatever groups each made before. How depends on the torch, detected
+by feature, never by version string (:func:`way`):
 
-* where torch has it (2.1 and later), the public
-  ``new_group(ranks, use_local_synchronization=True)``;
-* on older torch (Debian 12 ships 1.13), the backend's own constructor on a
-  ``PrefixStore`` unique to the group, registered in torch's tables so that
-  every ``torch.distributed`` call accepts it (``get_rank(group)``,
-  ``get_backend``, ``destroy_process_group``, ``get_process_group_ranks``).
+* ``constructor``: where a backend's constructor gives a process group
+  (torch 1.x: ``ProcessGroupGloo``, ``ProcessGroupNCCL``), that constructor
+  on a ``PrefixStore`` of the group, then registered in torch's tables so
+  that every ``torch.distributed`` call accepts it (``get_rank(group)``,
+  ``get_backend``, ``destroy_process_group``, ``get_process_group_ranks``);
+* ``helper``: where process groups wrap backends (torch 2.x), torch's own
+  ``_new_process_group_helper``, which builds and registers the group, given
+  hcg's name for it (the name is the group's store prefix);
+* ``public``: only where neither exists, ``new_group(ranks,
+  use_local_synchronization=True)``. torch names that group itself, and the
+  torches measured salt the name with a count local to the process (2.6:
+  its number of groups, 2.14: its group counter), so members that made
+  different numbers of groups before wait on different prefixes forever.
+  hcg never takes this path on those torches.
 
-Features are detected, never version strings. Gloo connects eagerly, so on
-the constructor path a rank's groups are built on up to ``MAX_THREADS``
-threads, each with its own store client (a ``TCPStore`` client holds its lock
-while it waits). Every rank takes its groups in one global order (largest
-first, then by key): the first unfinished group in that order always has all
-its members working on it, so the threads cannot deadlock.
+Before torch connects a group, its members meet under its prefix
+(:mod:`hcg.torch._meet`): a member that never arrives is named when the
+timeout passes, and a member that fails tells the others at once. A rank
+whose group fails reports that failure on every group it has not finished,
+so their other members stop waiting too.
 
-Each member first checks in under the group's prefix; when the group does not
-form in time the error names the group key and the ranks that never arrived.
+Gloo connects eagerly, so a rank's groups are built on up to
+``MAX_THREADS`` threads, each with its own store client (a ``TCPStore``
+client holds its lock while it waits). Every rank takes its groups in one
+global order (largest first, then by key): the first unfinished group in
+that order always has all its members working on it, so the threads cannot
+deadlock.
 """
 
 from __future__ import annotations
@@ -29,17 +43,19 @@ import datetime
 import inspect
 import os
 import threading
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+import time
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import HcgError, Status
-from ._base import STATE, dist
+from . import _meet
+from ._base import STATE, dist, keep_backends, tcp_store
 
-#: Most groups a rank connects at once on the constructor path. Measured
-#: with bench_torch's collection at 32 tasks on 2 CPUs (7 shared groups per
-#: rank): all 7 at once took 4.5-6.3 s, 2 to 4 at once 0.65-0.87 s, one
-#: after another 0.9-1.1 s. Every member connecting all its groups at once
-#: makes the whole job's connections contend; a few at a time keeps the
-#: overlap without the contention.
+#: Most groups a rank connects at once. Measured with bench_torch's
+#: collection at 32 tasks on 2 CPUs (7 shared groups per rank, torch 1.13):
+#: all 7 at once took 4.5-6.3 s, 2 to 4 at once 0.65-0.87 s, one after
+#: another 0.9-1.1 s. Every member connecting all its groups at once makes
+#: the whole job's connections contend; a few at a time keeps the overlap
+#: without the contention.
 MAX_THREADS = 4
 
 
@@ -74,22 +90,172 @@ def _accepts(fn: Callable[..., Any], name: str) -> bool:
         return False
 
 
-def members_only_public(d: Any) -> bool:
-    """True when torch's own new_group can involve only the members."""
-    return _accepts(d.new_group, "use_local_synchronization")
-
-
-def _registry(c10d: Any) -> Tuple[Dict[Any, Any], Dict[Any, Any], Dict[Any, Any]]:
+def _registry(c10d: Any) -> Optional[Tuple[Dict[Any, Any], Dict[Any, Any], Dict[Any, Any]]]:
+    """torch's process-group tables: map (backend, store), names, and
+    global-to-group ranks; None when this torch has neither layout."""
     world = getattr(c10d, "_world", None)
     if world is not None and hasattr(world, "pg_map"):
         return world.pg_map, world.pg_names, world.pg_group_ranks
     try:
         return c10d._pg_map, c10d._pg_names, c10d._pg_group_ranks
     except AttributeError:
-        raise HcgError(Status.ENOTSUP, "this PyTorch has neither "
-                       "new_group(use_local_synchronization=) nor the "
-                       "process-group tables hcg.torch registers groups in: "
-                       "groups cannot be made by their members alone") from None
+        return None
+
+
+class _Way:
+    """How this torch makes a group with its members alone."""
+
+    name = ""
+    #: whether groups may be made on several threads at once
+    threads = True
+
+    def make(self, d: Any, s: GroupSpec, grank: int, store: Any,
+             prefix: str, default_backend: str) -> Any:
+        """The process group of ``s`` for group rank ``grank``, on
+        ``store`` (the job's store) under ``prefix``, registered in
+        torch's tables."""
+        raise NotImplementedError
+
+
+class _Constructor(_Way):
+    """The backend's own constructor, then hcg registers the group."""
+
+    name = "constructor"
+
+    def __init__(self, tables: Tuple[Dict[Any, Any], Dict[Any, Any], Dict[Any, Any]]) -> None:
+        self.pg_map, self.pg_names, self.pg_group_ranks = tables
+        self._device: Any = None
+        self._device_lock = threading.Lock()
+
+    def device(self, d: Any) -> Any:
+        """One gloo device (one listening socket, one event loop) for every
+        group this process makes this way, where torch would open one per
+        group; GLOO_SOCKET_IFNAME picks the interface, as for torch's."""
+        with self._device_lock:
+            if self._device is None:
+                iface = os.environ.get("GLOO_SOCKET_IFNAME")
+                self._device = (
+                    d.ProcessGroupGloo.create_device(interface=iface.split(",")[0])
+                    if iface else d.ProcessGroupGloo.create_default_device())
+            return self._device
+
+    def make(self, d: Any, s: GroupSpec, grank: int, store: Any,
+             prefix: str, default_backend: str) -> Any:
+        backend = str(s.backend or default_backend)
+        ps = d.PrefixStore(prefix, store)
+        if backend == "gloo":
+            opts = d.ProcessGroupGloo._Options()
+            opts._devices = [self.device(d)]
+            opts._timeout = s.timeout
+            pg = d.ProcessGroupGloo(ps, grank, len(s.members), opts)
+        elif backend == "nccl":
+            opts = s.pg_options
+            if opts is None:
+                opts = d.ProcessGroupNCCL.Options()
+            opts._timeout = s.timeout
+            pg = d.ProcessGroupNCCL(ps, grank, len(s.members), opts)
+        else:
+            raise HcgError(Status.ENOTSUP, "hcg.torch makes gloo and nccl "
+                           "groups on this PyTorch, not '%s' (group '%s')"
+                           % (backend, s.key))
+        self.pg_map[pg] = (backend, ps)
+        self.pg_names[pg] = "hcg:%s" % prefix[4:-1]  # never numeric
+        self.pg_group_ranks[pg] = {m: i for i, m in enumerate(s.members)}
+        return pg
+
+
+class _Helper(_Way):
+    """torch's own helper, with hcg's name for the group."""
+
+    name = "helper"
+
+    def __init__(self, helper: Callable[..., Any], pg_group_ranks: Dict[Any, Any]) -> None:
+        self.helper = helper
+        self.pg_group_ranks = pg_group_ranks
+        self.options = next((n for n in ("backend_options", "pg_options")
+                             if _accepts(helper, n)), None)
+        self.desc = _accepts(helper, "group_desc")
+
+    def make(self, d: Any, s: GroupSpec, grank: int, store: Any,
+             prefix: str, default_backend: str) -> Any:
+        kwargs: Dict[str, Any] = {
+            "group_size": len(s.members), "group_rank": grank,
+            "global_ranks_in_group": list(s.members),
+            "backend": d.Backend(str(s.backend or default_backend)),
+            # The helper's store prefix is the name and a '/': hcg's prefix.
+            "store": store, "group_name": prefix[:-1], "timeout": s.timeout}
+        if s.pg_options is not None:
+            if self.options is None:
+                raise HcgError(Status.ENOTSUP, "group '%s': this PyTorch's "
+                               "group helper takes no backend options" % s.key)
+            kwargs[self.options] = s.pg_options
+        if self.desc:
+            kwargs["group_desc"] = s.desc or s.key
+        made = self.helper(**kwargs)
+        pg = made[0] if isinstance(made, tuple) else made
+        self.pg_group_ranks[pg] = {m: i for i, m in enumerate(s.members)}
+        return pg
+
+
+class _Public(_Way):
+    """torch's public members-only new_group (see the module's docstring
+    for why it is the last resort)."""
+
+    name = "public"
+    threads = False  # torch's names follow the order of the calls
+
+    def __init__(self, desc: bool) -> None:
+        self.desc = desc
+
+    def make(self, d: Any, s: GroupSpec, grank: int, store: Any,
+             prefix: str, default_backend: str) -> Any:
+        kwargs: Dict[str, Any] = {"ranks": list(s.members), "timeout": s.timeout,
+                                  "backend": s.backend, "pg_options": s.pg_options,
+                                  "use_local_synchronization": True}
+        if self.desc:
+            kwargs["group_desc"] = s.desc or s.key
+        return d.new_group(**kwargs)
+
+
+_way_lock = threading.Lock()
+_ways: Dict[int, _Way] = {}
+
+
+def way(d: Any = None) -> _Way:
+    """How this torch makes groups with their members alone (detected once
+    per process): ``.name`` is 'constructor', 'helper' or 'public'."""
+    d = d or dist()
+    with _way_lock:
+        found = _ways.get(id(d))
+        if found is None:
+            found = _ways[id(d)] = _detect(d)
+        return found
+
+
+def _detect(d: Any) -> _Way:
+    c10d = d.distributed_c10d
+    tables = _registry(c10d)
+    gloo = getattr(d, "ProcessGroupGloo", None)
+    if tables is not None and gloo is not None and \
+            issubclass(gloo, d.ProcessGroup):
+        return _Constructor(tables)
+    helper = getattr(c10d, "_new_process_group_helper", None)
+    if tables is not None and helper is not None and \
+            _accepts(helper, "group_name") and _accepts(helper, "store"):
+        return _Helper(helper, tables[2])
+    if _accepts(d.new_group, "use_local_synchronization"):
+        return _Public(_accepts(d.new_group, "group_desc"))
+    raise HcgError(Status.ENOTSUP, "this PyTorch has neither a backend "
+                   "constructor that gives a process group, nor a group "
+                   "helper that takes a group name, nor "
+                   "new_group(use_local_synchronization=): groups cannot be "
+                   "made by their members alone")
+
+
+def members_only_public(d: Any) -> bool:
+    """True when this torch's groups are made by its public
+    new_group(use_local_synchronization=True) (the last resort)."""
+    return way(d).name == "public"
 
 
 def _generation(tag: str) -> int:
@@ -108,40 +274,9 @@ def _prefix(s: GroupSpec) -> str:
     return "hcg/%s/%d/%d/" % (tag, s.members[0], _generation(tag))
 
 
-def _missing(store: Any, members: Sequence[int]) -> List[int]:
-    missing = []
-    for i, m in enumerate(members):
-        try:
-            # add(key, 0) reads a counter without waiting (torch 1.13's
-            # Python stores have no check()).
-            if store.add("hcg_in/%d" % i, 0) == 0:
-                missing.append(m)
-        except Exception:  # the store itself is gone: cannot tell
-            return []
-    return missing
-
-
-def _timeout_error(spec: GroupSpec, store: Any, exc: BaseException) -> HcgError:
-    missing = _missing(store, spec.members) if store is not None else []
-    who = ("ranks %s never arrived" % ", ".join(map(str, missing))
-           if missing else "its members did not all connect")
-    return HcgError(Status.ETIMEOUT, "process group '%s' (ranks %s) did not "
-                    "form within %g s: %s (torch: %s)"
-                    % (spec.key, _span(spec.members),
-                       spec.timeout.total_seconds(), who,
-                       str(exc).strip().splitlines()[0] if str(exc) else
-                       type(exc).__name__))
-
-
-def _span(members: Sequence[int]) -> str:
-    if len(members) > 8:
-        return "%s, ... %d in all" % (", ".join(map(str, members[:6])),
-                                      len(members))
-    return ", ".join(map(str, members))
-
-
-class _Clients(threading.local):
-    store: Any = None
+def describe(s: GroupSpec) -> str:
+    """The group in messages: "process group 'KEY' (ranks ...)"."""
+    return "process group '%s' (ranks %s)" % (s.key, _meet.span(s.members))
 
 
 def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, Any]:
@@ -156,116 +291,132 @@ def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, Any]:
             raise HcgError(Status.ENOTMEMBER, "rank %d is not a member of "
                            "group '%s'" % (rank, s.key))
     order = sorted(specs, key=lambda s: (-len(s.members), s.key))
-    if members_only_public(d):
-        return {s.key: _public(d, s, rank) for s in order}
-    return _constructed(d, order, rank)
+    if not order:
+        return {}
+    return _Build(d, way(d), order, rank).run()
 
 
-def _public(d: Any, s: GroupSpec, rank: int) -> Any:
-    prefix = _prefix(s)
-    try:
-        ps = d.PrefixStore(prefix, d.distributed_c10d._get_default_store())
-        ps.add("hcg_in/%d" % s.members.index(rank), 1)
-    except Exception:  # no default store to check in with: messages say less
-        ps = None
-    kwargs: Dict[str, Any] = {"ranks": list(s.members), "timeout": s.timeout,
-                              "backend": s.backend, "pg_options": s.pg_options,
-                              "use_local_synchronization": True}
-    if _accepts(d.new_group, "group_desc"):
-        kwargs["group_desc"] = s.desc or s.key
-    try:
-        return d.new_group(**kwargs)
-    except RuntimeError as exc:  # the members' barrier timed out
-        raise _timeout_error(s, ps, exc) from None
+class _Build:
+    """One build() call: its store clients, the groups it finished, and
+    what it tells the other members when one of its groups fails."""
 
+    def __init__(self, d: Any, how: _Way, order: Sequence[GroupSpec], rank: int) -> None:
+        self.d, self.how, self.order, self.rank = d, how, order, rank
+        self.c10d = d.distributed_c10d
+        self.base = STATE.store_addr
+        self.timeout = max(s.timeout for s in order)
+        self.default_backend = str(d.get_backend())
+        self.prefixes = {s.key: _prefix(s) for s in order}
+        self.clients = threading.local()
+        self.lock = threading.Lock()
+        self.finished: Dict[str, Any] = {}
+        self.failed = threading.Event()
 
-def _constructed(d: Any, order: Sequence[GroupSpec], rank: int) -> Dict[str, Any]:
-    c10d = d.distributed_c10d
-    pg_map, pg_names, pg_group_ranks = _registry(c10d)
-    base = STATE.store_addr
-    clients = _Clients()
-    timeout = max(s.timeout for s in order) if order else None
+    def client(self) -> Any:
+        """This thread's client of the job's store (the default group's
+        store when init() did not open it)."""
+        if self.base is None:
+            return self.c10d._get_default_store()
+        if getattr(self.clients, "store", None) is None:
+            try:
+                self.clients.store = tcp_store(self.base[0], self.base[1], None,
+                                               False, self.timeout)
+            except Exception as exc:  # pylint: disable=broad-except
+                raise HcgError(Status.EIO, "cannot reach hcg.torch's store at "
+                               "%s:%d (hosted by rank 0): %s"
+                               % (self.base[0], self.base[1],
+                                  _meet.first_line(exc))) from None
+        return self.clients.store
 
-    def store() -> Any:
-        if base is None:
-            return c10d._get_default_store()
-        if clients.store is None:
-            clients.store = d.TCPStore(base[0], base[1], None, False, timeout)
-        return clients.store
-
-    def fresh(prefix: str) -> Any:
-        """A new client for the post-mortem: after a timeout the old one
-        may be unusable."""
+    def fresh(self, prefix: str) -> Any:
+        """A new client for the post-mortem: after torch failed, the
+        thread's client may be unusable."""
         try:
-            client = (c10d._get_default_store() if base is None else
-                      d.TCPStore(base[0], base[1], None, False,
-                                 datetime.timedelta(seconds=10)))
-            return d.PrefixStore(prefix, client)
-        except Exception:
+            client = (self.c10d._get_default_store() if self.base is None else
+                      tcp_store(self.base[0], self.base[1], None, False,
+                                datetime.timedelta(seconds=10)))
+            return self.d.PrefixStore(prefix, client)
+        except Exception:  # pylint: disable=broad-except
             return None
 
-    devices: List[Any] = []
-    device_lock = threading.Lock()
-
-    def device() -> Any:
-        """One gloo device (one listening socket, one event loop) for all
-        the groups of this call, where torch would open one per group;
-        GLOO_SOCKET_IFNAME picks the interface, as for torch's groups."""
-        with device_lock:
-            if not devices:
-                iface = os.environ.get("GLOO_SOCKET_IFNAME")
-                devices.append(
-                    d.ProcessGroupGloo.create_device(interface=iface.split(",")[0])
-                    if iface else d.ProcessGroupGloo.create_default_device())
-            return devices[0]
-
-    default_backend = str(d.get_backend())
-    prefixes = {s.key: _prefix(s) for s in order}
-
-    def one(s: GroupSpec) -> Tuple[str, Any, Any]:
-        backend = str(s.backend or default_backend)
-        ps = d.PrefixStore(prefixes[s.key], store())
-        grank = s.members.index(rank)
-        ps.add("hcg_in/%d" % grank, 1)
+    def report(self, exc: HcgError) -> None:
+        """Tells the members of every group this rank has not finished
+        that it failed, so that none of them waits for it."""
+        self.failed.set()
+        with self.lock:
+            left = [s for s in self.order if s.key not in self.finished]
         try:
-            if backend == "gloo":
-                opts = d.ProcessGroupGloo._Options()
-                opts._devices = [device()]
-                opts._timeout = s.timeout
-                pg = d.ProcessGroupGloo(ps, grank, len(s.members), opts)
-            elif backend == "nccl":
-                opts = s.pg_options
-                if opts is None:
-                    opts = d.ProcessGroupNCCL.Options()
-                opts._timeout = s.timeout
-                pg = d.ProcessGroupNCCL(ps, grank, len(s.members), opts)
-            else:
-                raise HcgError(Status.ENOTSUP, "hcg.torch makes gloo and "
-                               "nccl groups on this PyTorch, not '%s' (group "
-                               "'%s')" % (backend, s.key))
-        except RuntimeError as exc:
-            raise _timeout_error(s, fresh(prefixes[s.key]), exc) from None
-        return backend, ps, pg
+            store = self.client()
+        except HcgError:
+            return
+        for s in left:
+            _meet.report(self.d.PrefixStore(self.prefixes[s.key], store),
+                         self.rank, exc)
 
-    out: Dict[str, Any] = {}
-    threads = 1 if base is None else min(MAX_THREADS, len(order))
-    if threads <= 1:
-        results = [(s, one(s)) for s in order]
-    else:
-        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-            futures = [(s, pool.submit(one, s)) for s in order]
-            results = []
-            error: Optional[BaseException] = None
-            for s, f in futures:
+    def one(self, s: GroupSpec) -> Any:
+        if self.failed.is_set():
+            raise _meet.Cancelled()
+        what, t = describe(s), s.timeout.total_seconds()
+        prefix = self.prefixes[s.key]
+        try:
+            store = self.client()
+            grank = s.members.index(self.rank)
+            _meet.meet(self.d.PrefixStore(prefix, store), grank, s.members,
+                       self.rank, time.monotonic() + t, what, t)
+            start = time.monotonic()
+            try:
+                pg = self.how.make(self.d, s, grank, store, prefix,
+                                   self.default_backend)
+            except Exception as exc:  # pylint: disable=broad-except
+                raise _meet.formation_error(what, t, self.fresh(prefix), exc,
+                                            time.monotonic() - start) from None
+        except _meet.Cancelled:
+            raise
+        except Exception as exc:  # pylint: disable=broad-except
+            err = exc if isinstance(exc, HcgError) else HcgError(
+                Status.EIO, "%s: %s" % (what, _meet.first_line(exc)))
+            self.report(err)
+            raise err from None
+        keep_backends(pg)
+        with self.lock:
+            self.finished[s.key] = pg
+        return pg
+
+    def run(self) -> Dict[str, Any]:
+        threads = 1 if self.base is None or not self.how.threads else \
+            min(MAX_THREADS, len(self.order))
+        error: Optional[BaseException] = None
+        if threads <= 1:
+            for s in self.order:
                 try:
-                    results.append((s, f.result()))
-                except BaseException as exc:  # keep the first, wait for all
-                    error = error or exc
-            if error is not None:
-                raise error
-    for s, (backend, ps, pg) in results:
-        pg_map[pg] = (backend, ps)
-        pg_names[pg] = "hcg:%s" % prefixes[s.key][4:-1]  # never numeric
-        pg_group_ranks[pg] = {m: i for i, m in enumerate(s.members)}
-        out[s.key] = pg
-    return out
+                    self.one(s)
+                except BaseException as exc:  # pylint: disable=broad-except
+                    error = exc
+                    break
+        else:
+            with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+                futures = [pool.submit(self.one, s) for s in self.order]
+                for f in futures:
+                    try:
+                        f.result()
+                    except _meet.Cancelled:
+                        pass
+                    except BaseException as exc:  # pylint: disable=broad-except
+                        error = error or exc  # keep the first, wait for all
+        if error is None and len(self.finished) < len(self.order):
+            error = HcgError(Status.EIO, "hcg.torch: a group was cancelled "
+                             "without an error (this is a bug)")
+        if error is not None:
+            self._drop()
+            raise error
+        return {s.key: self.finished[s.key] for s in self.order}
+
+    def _drop(self) -> None:
+        """Destroys the groups this failed call made (the caller gets
+        none of them)."""
+        for pg in self.finished.values():
+            try:
+                self.d.destroy_process_group(pg)
+            except Exception:  # pylint: disable=broad-except
+                pass
+

@@ -13,17 +13,26 @@ WORLD_SIZE must agree with the layout.
 from __future__ import annotations
 
 import ctypes
+import datetime
+import math
 import os
 import socket
+import time
 from typing import Any, Optional, Tuple
 
 from .. import _lib
 from ..env import TaskEnv, from_environ, in_task
-from ..errors import HcgError, Status, from_c
-from ._base import STATE, dist, timeout_of
+from ..errors import HcgError, PeerError, Status, from_c
+from . import _meet
+from ._base import (MAX_TIMEOUT_S, STATE, dist, keep_backends, tcp_store,
+                    timeout_of)
+from ._meet import first_line
 
-#: Room for "ADDRESS:PORT" in the broadcast (an IPv6 address and a port fit).
-_ADDR_BYTES = 256
+#: Room for what rank 0 broadcasts: "ADDRESS:PORT", or its failure.
+_BCAST_BYTES = 2048
+#: What starts rank 0's failure in the broadcast, followed by "CODE MESSAGE"
+#: (an address never starts with it).
+_FAILED = "!hcg-failed "
 
 
 def _env_int(name: str) -> Optional[int]:
@@ -66,17 +75,20 @@ def _own_address() -> str:
     return socket.gethostbyname(socket.gethostname())
 
 
-def _broadcast(payload: bytes) -> bytes:
-    """rank 0's payload, on every rank, through libhcg's PMIx broadcast."""
+def _broadcast(payload: bytes, timeout_s: int) -> bytes:
+    """rank 0's payload, on every rank, through libhcg's PMIx broadcast,
+    which gives up after ``timeout_s`` seconds in all."""
     lib = _lib.lib()
     ctx = ctypes.c_void_p()
     err = _lib.Error()
-    rc = lib.hcg_ctx_init(None, ctypes.byref(ctx), ctypes.byref(err))
+    cfg = _lib.CtxConfig()
+    cfg.timeout_s = max(1, min(timeout_s, MAX_TIMEOUT_S))
+    rc = lib.hcg_ctx_init(ctypes.byref(cfg), ctypes.byref(ctx), ctypes.byref(err))
     if rc:
         raise _no_pmix(from_c(err))
     try:
-        buf = ctypes.create_string_buffer(payload, _ADDR_BYTES)
-        rc = lib.hcg_ctx_broadcast(ctx, 0, buf, _ADDR_BYTES, ctypes.byref(err))
+        buf = ctypes.create_string_buffer(payload[:_BCAST_BYTES - 1], _BCAST_BYTES)
+        rc = lib.hcg_ctx_broadcast(ctx, 0, buf, _BCAST_BYTES, ctypes.byref(err))
         if rc:
             raise _no_pmix(from_c(err))
         return buf.value
@@ -92,33 +104,176 @@ def _no_pmix(exc: HcgError) -> HcgError:
     return exc
 
 
-def _store(task: TaskEnv, timeout: Any) -> Tuple[Any, str, int]:
-    d = dist()
-    master = task.rank == 0
+def _check_own(host: str) -> None:
+    """That ``host``, which rank 0 is about to publish with a port of its
+    own, is an address of this host: binding a socket to it tells at once
+    (torch's store would find out only when its own client's connection
+    timed out, after the whole timeout or more)."""
+    try:
+        infos = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as s:
+            s.bind(address)
+    except (OSError, IndexError) as exc:
+        raise HcgError(Status.EIO, "rank 0 could not open hcg.torch's store "
+                       "(a TCPStore) on %s: that is no address of this host "
+                       "(MASTER_ADDR, when set alone, is the address rank 0 "
+                       "publishes): %s" % (host, exc)) from None
+
+
+def _server(host: str, port: int, world_size: int, timeout: Any) -> Any:
+    """Rank 0's store. It does not wait for the others there: they may
+    learn its port only after it is published."""
+    if port == 0:
+        _check_own(host)
+    try:
+        return tcp_store(host, port, world_size, True, timeout,
+                         wait_for_workers=False)
+    except Exception as exc:  # pylint: disable=broad-except
+        raise HcgError(Status.EIO, "rank 0 could not open hcg.torch's store "
+                       "(a TCPStore) on %s port %s: %s"
+                       % (host, port or "0 (any free port)",
+                          first_line(exc))) from None
+
+
+#: How long a rank that already failed tries to reach the store to say so
+#: (a rank 0 that failed too may never open it).
+_REPORT_REACH = datetime.timedelta(seconds=15)
+
+
+def _client(host: str, port: int, world_size: int, timeout: datetime.timedelta,
+            problem: Optional[HcgError]) -> Any:
+    """A client of rank 0's store. A rank with a ``problem`` only wants to
+    report it there: it tries for a short while, then raises the problem."""
+    wait = timeout if problem is None else min(timeout, _REPORT_REACH)
+    try:
+        return tcp_store(host, port, world_size, False, wait)
+    except Exception as exc:  # pylint: disable=broad-except
+        if problem is not None:
+            raise problem from None
+        raise HcgError(Status.EIO, "cannot reach hcg.torch's store at %s:%d "
+                       "(hosted by rank 0) within %g s: %s"
+                       % (host, port, wait.total_seconds(),
+                          first_line(exc))) from None
+
+
+def _master_vars() -> Tuple[Optional[str], Optional[int]]:
     addr = os.environ.get("MASTER_ADDR") or None
     port = _env_int("MASTER_PORT")
+    if port is not None and not 0 < port < 65536:
+        raise HcgError(Status.EENV, "MASTER_PORT=%d is not a TCP port" % port)
+    return addr, port
+
+
+def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
+           problem: Optional[HcgError], addr: Optional[str],
+           port: Optional[int]) -> Tuple[Any, str, int]:
+    """The job's store (rank 0 hosts it) and its address. Every rank gets
+    here, also one that already failed (``problem``), so that the
+    broadcast, a collective step, completes: rank 0 publishes its failure
+    there instead of an address, and every other rank raises a PeerError
+    naming it at once. Raises rank 0's own problem on rank 0."""
+    master = task.rank == 0
     if addr is not None and port is not None:
-        if not 0 < port < 65536:
-            raise HcgError(Status.EENV, "MASTER_PORT=%d is not a TCP port" % port)
-        return (d.TCPStore(addr, port, task.world_size, master, timeout), addr, port)
+        # No broadcast: a rank 0 that fails here cannot tell the others,
+        # whose clients wait for its store until the timeout.
+        if master:
+            if problem is not None:
+                raise problem
+            return _server(addr, port, task.world_size, timeout), addr, port
+        return (_client(addr, port, task.world_size, timeout, problem),
+                addr, port)
     store = None
+    payload = b""
     if master:
-        host = addr or _own_address()
-        # Port 0: the kernel picks a free port. Rank 0 must not wait for the
-        # others here: they learn the port only after it is published.
-        store = d.TCPStore(host, 0, task.world_size, True, timeout,
-                           wait_for_workers=False)
-        payload = ("%s:%d" % (host, store.port)).encode()
-    else:
-        payload = b""
-    got = _broadcast(payload).decode()
+        if problem is None:
+            try:
+                host = addr or _own_address()
+                store = _server(host, 0, task.world_size, timeout)
+                payload = ("%s:%d" % (host, store.port)).encode()
+            except HcgError as exc:
+                problem = exc
+            except OSError as exc:  # no address of its own
+                problem = HcgError(Status.EIO, "rank 0 found no address of "
+                                   "this host to publish: %s" % exc)
+        if problem is not None:
+            payload = ("%s%d %s" % (_FAILED, int(problem.code),
+                                    problem.message)).encode("utf-8", "replace")
+    left = max(1, int(math.ceil(deadline - time.monotonic())))
+    try:
+        got = _broadcast(payload, left).decode("utf-8", "replace")
+    except HcgError:
+        if problem is not None:
+            raise problem from None  # the reason this rank failed first
+        raise
+    if problem is not None and (master or got.startswith(_FAILED)):
+        raise problem  # its own reason first
+    if got.startswith(_FAILED):
+        code, _, reason = got[len(_FAILED):].partition(" ")
+        code_n = int(code) if code.isdigit() else int(Status.EIO)
+        raise PeerError(code_n, "hcg.torch.init: rank 0 failed before it "
+                        "published the address of its store: %s: %s"
+                        % (HcgError(code_n, "").name, reason), 0, reason)
     host, _, text = got.rpartition(":")
     if not host or not text.isdigit():
         raise HcgError(Status.EPMIX, "rank 0 published no usable store "
                        "address (got %r)" % got)
     if store is None:
-        store = d.TCPStore(host, int(text), task.world_size, False, timeout)
+        store = _client(host, int(text), task.world_size, timeout, problem)
     return store, host, int(text)
+
+
+#: How many times this process reached the job's store in init(): part of
+#: the prefix where the ranks meet, the same on every rank.
+_inits = 0
+
+
+def _start(d: Any, task: TaskEnv, backend: str, t: datetime.timedelta,
+           problem: Optional[HcgError]) -> Tuple[str, int]:
+    """The default group: the store, the ranks' meeting (where a rank that
+    failed says so), then torch's init_process_group."""
+    global _inits
+    deadline = time.monotonic() + t.total_seconds()
+    try:
+        addr, port = _master_vars()
+    except HcgError as exc:  # a MASTER_PORT that is no port
+        addr, port = os.environ.get("MASTER_ADDR") or None, None
+        problem = problem or exc
+    store, host, port = _store(task, t, deadline, problem, addr, port)
+    what = ("the default process group (%d ranks, store %s:%d)"
+            % (task.world_size, host, port))
+    meeting = d.PrefixStore("hcg/init/%d/" % _inits, store)
+    _inits += 1
+    try:
+        if problem is not None:
+            _meet.report(meeting, task.rank, problem, settle=True)
+            raise problem
+        _meet.meet(meeting, task.rank, range(task.world_size), task.rank,
+                   deadline, what, t.total_seconds(), settle=True)
+    except (HcgError, _meet.Cancelled) as exc:
+        if problem is None and isinstance(exc, HcgError) and \
+                not isinstance(exc, PeerError):
+            # Its own failure here (a timeout, a lost store): latecomers
+            # learn it at once.
+            _meet.report(meeting, task.rank, exc, settle=True)
+        if task.rank == 0:
+            # This rank hosts the store: the others read the failure there.
+            _meet.linger(meeting, task.world_size, deadline)
+        if isinstance(exc, _meet.Cancelled):  # cannot happen: none reported
+            raise HcgError(Status.EIO, "%s: cancelled" % what) from None
+        raise
+    seconds = t.total_seconds()
+    start = time.monotonic()
+    try:
+        d.init_process_group(backend, store=store, rank=task.rank,
+                             world_size=task.world_size, timeout=t)
+    except Exception as exc:  # pylint: disable=broad-except
+        err = _meet.formation_error(what, seconds, meeting, exc,
+                                    time.monotonic() - start)
+        _meet.report(meeting, task.rank, err)
+        raise err from None
+    keep_backends(d.distributed_c10d._get_default_group())
+    return host, port
 
 
 def init(backend: Optional[str] = None, timeout: Any = None) -> TaskEnv:
@@ -126,7 +281,14 @@ def init(backend: Optional[str] = None, timeout: Any = None) -> TaskEnv:
     its :class:`hcg.env.TaskEnv` (recorded, so later hcg.torch calls need no
     arguments). ``backend``: 'nccl' when CUDA is available, else 'gloo'.
     ``timeout``: a timedelta or seconds (default HCG_TIMEOUT, else 300 s),
-    used for the store, the default group and every group hcg.torch makes.
+    used for the store, the default group and every group hcg.torch makes;
+    it also bounds how long init() waits for the other ranks in all.
+
+    A rank that fails here before the others could know (a RANK that
+    disagrees with the layout, a store rank 0 cannot open) still takes
+    part in the collective steps, to tell the others: they raise
+    :class:`hcg.PeerError` naming it and its reason at once, not at their
+    timeout.
 
     When torch.distributed is already initialized, checks that its rank and
     world size are the layout's and records the layout."""
@@ -138,9 +300,15 @@ def init(backend: Optional[str] = None, timeout: Any = None) -> TaskEnv:
                            "--mpi=pmix --hcg-layout=LAYOUT, or pass the layout "
                            "to GroupFactory/new_collection yourself")
         task = from_environ()
-        _check_torchrun_vars(task)
         t = timeout_of(timeout)
+        problem: Optional[HcgError] = None
+        try:
+            _check_torchrun_vars(task)
+        except HcgError as exc:
+            problem = exc
         if d.is_initialized():
+            if problem is not None:
+                raise problem
             if (d.get_rank(), d.get_world_size()) != (task.rank, task.world_size):
                 raise HcgError(Status.EMISMATCH, "torch.distributed is already "
                                "initialized as rank %d of %d, but the hcg "
@@ -152,15 +320,6 @@ def init(backend: Optional[str] = None, timeout: Any = None) -> TaskEnv:
                 import torch  # type: ignore[import]
 
                 backend = "nccl" if torch.cuda.is_available() else "gloo"
-            store, host, port = _store(task, t)
-            try:
-                d.init_process_group(backend, store=store, rank=task.rank,
-                                     world_size=task.world_size, timeout=t)
-            except RuntimeError as exc:
-                raise HcgError(Status.ETIMEOUT, "the default process group "
-                               "(%d ranks, store %s:%d) did not form within "
-                               "%g s: %s" % (task.world_size, host, port,
-                                             t.total_seconds(), exc)) from None
-            STATE.store_addr = (host, port)
+            STATE.store_addr = _start(d, task, backend, t, problem)
         STATE.task, STATE.backend, STATE.timeout = task, backend, t
         return task

@@ -1,0 +1,227 @@
+"""Where the members of a step meet before torch connects them, and where a
+member that fails tells the others.
+
+A step is the default group (hcg.torch.init) or one process group. Its
+members check in under the step's store prefix and wait until all have:
+only then does torch connect them (gloo's full mesh, which would otherwise
+wait for a missing or failed member until its timeout without saying who).
+A member that fails before or while connecting writes its failure there,
+and every member still waiting learns it at once, with the rank and its
+reason: a :class:`hcg.PeerError`.
+
+Keys under the step's prefix (a ``PrefixStore``):
+
+``hcg_in/I``
+    member I (its index in the step) checked in (names the absent ones);
+``hcg_arrived``
+    how many members checked in;
+``hcg_go``
+    ``ok`` once every member checked in, or the first failure reported
+    before that; the first value written stays (``compare_set``);
+``hcg_decided``
+    set right after ``hcg_go``: what the members wait for (torch 1.13's
+    store does not wake a waiter for a key ``compare_set`` wrote);
+``hcg_failed``, ``hcg_nfailed``
+    the first failure reported at any time, and how many were (a counter,
+    so that reading whether there is one never waits);
+``hcg_settled``
+    where asked (the default group): how many members are done with the
+    step, having read its outcome or reported their own failure. The store's
+    host waits for them all before it leaves a failed step, so that none
+    finds the store gone instead of the reason.
+
+A failure is ``"RANK CODE MESSAGE"``: the failed rank, its hcg status
+number and its error message.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import Any, List, Optional, Sequence
+
+from ..errors import HcgError, PeerError, Status
+
+_IN = "hcg_in/%d"
+_ARRIVED = "hcg_arrived"
+_GO = "hcg_go"
+_DECIDED = "hcg_decided"
+_FAILED = "hcg_failed"
+_NFAILED = "hcg_nfailed"
+_SETTLED = "hcg_settled"
+_OK = "ok"
+#: Longest reason written to the store (a message, not a log).
+_REASON_MAX = 2000
+
+
+class Cancelled(Exception):
+    """The step's wait ended on a failure this rank reported itself (it
+    failed in another step first); that other failure is the one to raise."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's text, or its type's name."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def span(members: Sequence[int]) -> str:
+    """Members for a message: all of them up to 8, else the first 6 and
+    the count."""
+    if len(members) > 8:
+        return "%s, ... %d in all" % (", ".join(map(str, members[:6])),
+                                      len(members))
+    return ", ".join(map(str, members))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
+def _parse(value: Any) -> Optional[PeerError]:
+    """A PeerError (without the step's words yet) from a failure value."""
+    parts = _text(value).split(" ", 2)
+    if len(parts) < 3 or not parts[0].isdigit() or not parts[1].isdigit():
+        return None
+    return PeerError(int(parts[1]), parts[2], int(parts[0]), parts[2])
+
+
+def _peer_error(what: str, failure: PeerError) -> PeerError:
+    code = HcgError(failure.code, "").name
+    return PeerError(failure.code, "%s cannot form: rank %d failed: %s: %s"
+                     % (what, failure.rank, code, failure.reason),
+                     failure.rank, failure.reason)
+
+
+def missing(store: Any, members: Sequence[int]) -> List[int]:
+    """The members that never checked in; [] when the store cannot tell."""
+    out = []
+    for i, m in enumerate(members):
+        try:
+            # add(key, 0) reads a counter without waiting (torch 1.13's
+            # Python stores have no check()).
+            if store.add(_IN % i, 0) == 0:
+                out.append(m)
+        except Exception:  # pylint: disable=broad-except
+            return []
+    return out
+
+
+def failure(store: Any) -> Optional[PeerError]:
+    """The first failure a member reported on this step, if any (never
+    waits; None when the store cannot tell)."""
+    try:
+        if store.add(_NFAILED, 0) == 0:
+            return None
+        return _parse(store.get(_FAILED))
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def report(store: Any, rank: int, exc: HcgError, settle: bool = False) -> None:
+    """Tells the step's members that ``rank`` failed with ``exc``: members
+    still waiting to meet raise a PeerError now. Best effort: a store that
+    is gone is left alone (the others then time out naming this rank).
+    ``settle``: count this member as done with the step (see linger)."""
+    message = exc.message if isinstance(exc, HcgError) else first_line(exc)
+    code = int(exc.code) if isinstance(exc, HcgError) else int(Status.EIO)
+    value = "%d %d %s" % (rank, code, message[:_REASON_MAX])
+    try:
+        store.compare_set(_GO, "", value)
+        store.set(_DECIDED, "1")
+        store.compare_set(_FAILED, "", value)
+        store.add(_NFAILED, 1)
+        if settle:
+            store.add(_SETTLED, 1)
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
+def linger(store: Any, size: int, deadline: float) -> None:
+    """Waits (polling, until ``deadline``) until all ``size`` members are
+    done with a failed step (``settle=True`` in meet and report): the
+    member hosting the store calls it before it leaves, so that no other
+    member finds the store gone instead of the failure."""
+    while time.monotonic() < deadline:
+        try:
+            if store.add(_SETTLED, 0) >= size:
+                return
+        except Exception:  # pylint: disable=broad-except
+            return
+        time.sleep(0.05)
+
+
+def meet(store: Any, index: int, members: Sequence[int], rank: int,
+         deadline: float, what: str, timeout_s: float,
+         settle: bool = False) -> None:
+    """Checks in as member ``index`` of ``members`` and waits until every
+    member has (returns), one reports a failure (:class:`hcg.PeerError`;
+    :class:`Cancelled` when that was this rank itself) or ``deadline`` (a
+    ``time.monotonic()`` value) passes (``HcgError(ETIMEOUT)`` naming the
+    members that never arrived). ``what`` names the step in messages;
+    ``timeout_s`` is the timeout they quote. ``settle``: once it read a
+    failure, count this member as done with the step (see linger)."""
+    size = len(members)
+    if size <= 1:
+        return
+    try:
+        store.add(_IN % index, 1)
+        if store.add(_ARRIVED, 1) == size:
+            store.compare_set(_GO, "", _OK)
+            store.set(_DECIDED, "1")
+    except Exception as exc:  # pylint: disable=broad-except
+        raise HcgError(Status.EIO, "%s: cannot check in at hcg.torch's store "
+                       "(hosted by rank 0): %s" % (what, first_line(exc))
+                       ) from None
+    start = time.monotonic()
+    left = max(deadline - start, 0.001)
+    try:
+        store.wait([_DECIDED], datetime.timedelta(seconds=left))
+        value = _text(store.get(_GO))
+    except Exception as exc:  # pylint: disable=broad-except
+        if time.monotonic() - start < 0.9 * left:  # not the timeout
+            raise HcgError(Status.EIO, "%s: lost hcg.torch's store (hosted "
+                           "by rank 0) while waiting for its members: %s"
+                           % (what, first_line(exc))) from None
+        absent = missing(store, members)
+        who = ("ranks %s never arrived" % span(absent) if absent else
+               "its members did not all arrive")
+        raise HcgError(Status.ETIMEOUT, "%s did not form within %g s: %s"
+                       % (what, timeout_s, who)) from None
+    if value == _OK:
+        return
+    if settle:
+        try:
+            store.add(_SETTLED, 1)
+        except Exception:  # pylint: disable=broad-except
+            pass
+    failed = _parse(value)
+    if failed is None:
+        raise HcgError(Status.EIO, "%s: unreadable value %r under %s in the "
+                       "store" % (what, value[:80], _GO))
+    if failed.rank == rank:
+        raise Cancelled()
+    raise _peer_error(what, failed)
+
+
+def formation_error(what: str, timeout_s: float, store: Any,
+                    exc: BaseException, elapsed: float) -> HcgError:
+    """The error for a step whose members all arrived but whose connection
+    failed in torch (``exc``, after ``elapsed`` seconds): a member's own
+    report when there is one, else torch's reason in hcg's words."""
+    if isinstance(exc, HcgError):
+        return exc
+    reported = failure(store) if store is not None else None
+    if reported is not None:
+        return _peer_error(what, reported)
+    if isinstance(exc, (ValueError, TypeError)):
+        return HcgError(Status.EINVAL, "%s: torch refused it: %s"
+                        % (what, first_line(exc)))
+    if elapsed >= 0.9 * timeout_s:
+        return HcgError(Status.ETIMEOUT, "%s did not form within %g s: its "
+                        "members did not all connect (torch: %s)"
+                        % (what, timeout_s, first_line(exc)))
+    return HcgError(Status.EIO, "%s: connecting its members failed after "
+                    "%.1f s (torch: %s)" % (what, elapsed, first_line(exc)))
