@@ -4,22 +4,25 @@
 # (README.md, "Supported platforms", says what each has; scripts/tier.sh).
 # The tier this machine is runs here, the others each in a Debian root made
 # with debootstrap (kept under /var/cache/hcg/roots, made again only when
-# missing or broken). HCG_PLATFORMS picks tiers (default all three, which
+# missing or broken), in the background at the same time. HCG_PLATFORMS picks tiers (default all three, which
 # is what CI runs), e.g. HCG_PLATFORMS=sid for a quick look at one stack.
 #
 # Every tier: its packages (scripts/deps.sh), the build with -Werror and its
-# compiler, unit and hcg command tests (make check), the same under
-# AddressSanitizer + UBSan, valgrind, the Python binding with its torch, and
-# the integration tests on a private Slurm cluster of its Slurm (plugin,
-# libhcg, hcg.torch; two-node and heterogeneous steps included).
-# The machine's own tier also: deps.sh beside a held dpkg lock, libhcg's
-# NCCL code against older nccl.h, the ABI check, make distcheck and the
-# fuzzers (HCG_FUZZ_SECONDS, default 60, split among four targets): these
-# test the sources, not the stack.
+# compiler, unit and hcg command tests (make check), valgrind, the Python
+# binding with its torch, and the integration tests on a private Slurm
+# cluster of its Slurm (plugin, libhcg, hcg.torch; two-node and
+# heterogeneous steps included).
+# The machine's own tier also: make check under AddressSanitizer + UBSan,
+# deps.sh beside a held dpkg lock, libhcg's NCCL code against older nccl.h,
+# the ABI check, make distcheck and the fuzzers (HCG_FUZZ_SECONDS, default
+# 60, split among four targets): these test the sources, not the stack, and
+# CI's time (45 minutes for every tier on 2 cores) pays for them once.
 #
-# The summary gives each step's time and its tests and skips, then each
-# skip's reason. Every step is bounded (HCG_STEP_LIMIT, default 1800 s), and
-# so is each tier in a root (HCG_TIER_LIMIT, default 1800 s).
+# A tier that fails does not stop the others: the summary gives each
+# step's time and its tests and skips, each skip's reason, and the disk
+# left; the exit status is 1 when any step failed. Every step is bounded
+# (HCG_STEP_LIMIT, default 1800 s), and so is each tier in a root
+# (HCG_TIER_LIMIT, default 1800 s).
 # Safe to run twice; builds go to build/, build-asan/ in the source tree
 # (in a root: in the root's copy of it).
 set -euo pipefail
@@ -32,6 +35,7 @@ platforms=${HCG_PLATFORMS:-$tiers_all}
 # Set by scripts/tier.sh: this run is one tier, inside its root.
 inner=${HCG_TIER:-}
 declare -a summary=()
+failed=0
 prefix= # "TIER: " before the steps' names in the summary, for the host's tier
 logs=$src/build/test-all-logs
 mkdir -p "$logs"
@@ -107,17 +111,21 @@ step() {
   t0=$(date +%s)
   log=$logs/$(printf '%02d' "$n")-$(tr -c 'a-zA-Z0-9\n' '-' <<<"$name" | head -c 40).log
   printf '\n==== %s%s\n' "${inner:+$inner: }" "$name"
-  bounded "$step_limit" "$@" > >(tee "$log") 2>&1 || rc=$?
-  wait # for tee: the log is complete
+  # A pipe, not a process substitution: the tiers in the background are
+  # this shell's children too, and `wait` would wait for them.
+  set +e
+  bounded "$step_limit" "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
   c=$(counts "$log")
   skip_reasons "$log" | sed "s/^/$prefix/" >>"$logs/skips"
   if [ "$rc" -eq 0 ]; then
     summary+=("PASS  $(($(date +%s) - t0))s  $prefix$name${c:+ ($c)}")
   else
-    summary+=("FAIL  $(($(date +%s) - t0))s  $prefix$name${c:+ ($c)}")
-    print_summary
+    summary+=("FAIL  $(($(date +%s) - t0))s  $prefix$name${c:+ ($c)} (log: $log)")
     echo "test-all: '$name' failed (log: $log)" >&2
-    exit 1
+    failed=1
+    return 1
   fi
 }
 
@@ -128,6 +136,17 @@ print_summary() {
     echo "skipped, by reason:"
     sort "$logs/skips" | uniq -c | sort -rn | sed 's/^ */  /'
   fi
+  [ -n "$inner" ] || disk_left
+}
+
+# The space left where the roots and the builds live: a full disk fails
+# steps in ways that do not say so.
+disk_left() {
+  local d
+  for d in "$src" "$(scripts/tier.sh roots 2>/dev/null || echo /var/cache)"; do
+    [ -d "$d" ] || d=$(dirname "$d")
+    df -Ph "$d" 2>/dev/null | awk -v d="$d" 'NR == 2 { printf "disk: %s free of %s at %s\n", $4, $2, d }'
+  done | sort -u
 }
 
 # make check, then what its programs ran: Check's test cases and bats's
@@ -176,67 +195,93 @@ valgrind_suite() {
 }
 
 # The suite every tier runs, on its own stack: stack_suite TIER.
+# Stops at its first failed step (the next ones need it); returns 1 then.
 stack_suite() {
-  step "README's platform row is this stack" tests/setup/platform-row.sh "$1"
-  step "build (-Werror, $(gcc -dumpfullversion 2>/dev/null || echo cc))" scripts/build.sh build
-  step "unit and hcg command tests" check_in build
+  step "README's platform row is this stack" tests/setup/platform-row.sh "$1" &&
+    step "build (-Werror, $(gcc -dumpfullversion 2>/dev/null || echo cc))" scripts/build.sh build &&
+    step "unit and hcg command tests" check_in build &&
+    step "tests under valgrind" valgrind_suite &&
+    step "Python binding and hcg.torch (contrib/python)" contrib/python/run-tests.sh "$src/build" &&
+    step "integration tests on a private Slurm cluster" tests/cluster/run.sh "$src/build"
+}
+
+# The steps that test the sources rather than the stack: once, here. Each
+# runs whatever the one before it gave.
+source_suite() {
+  local rc=0
   step "build with AddressSanitizer + UBSan" scripts/build.sh build-asan \
     CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
-    LDFLAGS="-fsanitize=address,undefined"
-  step "tests under AddressSanitizer + UBSan" check_in build-asan
-  step "tests under valgrind" valgrind_suite
-  step "Python binding and hcg.torch (contrib/python)" contrib/python/run-tests.sh "$src/build"
-  step "integration tests on a private Slurm cluster" tests/cluster/run.sh "$src/build"
-}
-
-# The steps that test the sources rather than the stack: once, here.
-source_suite() {
-  step "deps.sh beside a held dpkg lock (5 s)" tests/setup/deps-lock.sh
+    LDFLAGS="-fsanitize=address,undefined" &&
+    step "tests under AddressSanitizer + UBSan" check_in build-asan || rc=1
+  step "deps.sh beside a held dpkg lock (5 s)" tests/setup/deps-lock.sh || rc=1
   step "NCCL guards: compile against older nccl.h (2.17 refused, 2.18, 2.26, 2.27)" \
-    tests/runtime/nccl-compat.sh build
-  step "ABI check: libhcg against abi/libhcg.abi (abidiff)" scripts/abi-check.sh build
-  step "make distcheck" make -C build -j"$jobs" distcheck
+    tests/runtime/nccl-compat.sh build || rc=1
+  step "ABI check: libhcg against abi/libhcg.abi (abidiff)" scripts/abi-check.sh build || rc=1
+  step "make distcheck" make -C build -j"$jobs" distcheck || rc=1
   step "fuzz the layout parser, plugstack arguments, hand-over, domains (${HCG_FUZZ_SECONDS:-60} s)" \
-    env HCG_FUZZ_DIR="$src/build/fuzz" tests/fuzz/run-fuzz.sh "${HCG_FUZZ_SECONDS:-60}"
+    env HCG_FUZZ_DIR="$src/build/fuzz" tests/fuzz/run-fuzz.sh "${HCG_FUZZ_SECONDS:-60}" || rc=1
+  return "$rc"
 }
 
-# One tier in its root: its own test-all.sh there, whose summary joins
-# this one's, each line prefixed with the tier.
-root_tier() {
-  local t=$1 t0 log rc=0 line
-  step "$t: the root ($(scripts/tier.sh list | awk -v t="$t" '$1 == t { print $2 }'), debootstrap when missing)" \
-    scripts/tier.sh root "$t"
-  t0=$(date +%s)
-  log=$logs/tier-$t.log
-  printf '\n==== %s: the suite in its root\n' "$t"
-  bounded "$tier_limit" scripts/tier.sh run "$t" > >(tee "$log") 2>&1 || rc=$?
-  wait
-  # The inner summary's lines, each step named with the tier, and its
-  # skips, each reason as often as it was counted.
-  while IFS= read -r line; do
-    summary+=("$line")
-  done < <(sed -n '/^==== summary of /,$p' "$log" |
-    sed -nE "s/^(PASS|FAIL)  ([0-9]+s)  /\1  \2  $t: /p")
-  sed -n '/^skipped, by reason:/,$p' "$log" | sed 1d |
-    awk -v t="$t" '{ n = $1; $1 = ""; sub(/^ /, ""); for (i = 0; i < n; i++) print t ": " $0 }' \
-      >>"$logs/skips"
-  if [ "$rc" -eq 0 ]; then
-    summary+=("PASS  $(($(date +%s) - t0))s  $t: the whole tier")
+# The tiers in roots run in the background, all at once and beside this
+# machine's own: most of a tier's time is spent waiting (srun, timeouts,
+# daemons), and CI has 45 minutes for all of them. Each one's output goes
+# to its log only; what it did joins the summary when it is done.
+declare -a tier_pids=()
+
+# root_tier_start TIER: the root (made when missing), then the tier's own
+# test-all.sh there; its times and exit statuses in tier-TIER.status.
+root_tier_start() {
+  local t=$1
+  (
+    set +e
+    t0=$(date +%s)
+    bounded "$step_limit" scripts/tier.sh root "$t"
+    root_rc=$? t1=$(date +%s)
+    run_rc=1
+    [ "$root_rc" -ne 0 ] || bounded "$tier_limit" scripts/tier.sh run "$t"
+    [ "$root_rc" -ne 0 ] || run_rc=$?
+    echo "$root_rc $((t1 - t0)) $run_rc $(($(date +%s) - t1))" >"$logs/tier-$t.status"
+  ) >"$logs/tier-$t.log" 2>&1 &
+  tier_pids+=("$!")
+}
+
+# root_tier_done TIER: its lines in the summary (the inner summary's, each
+# step named with the tier), its skips, and on failure the end of its log.
+root_tier_done() {
+  local t=$1 log=$logs/tier-$t.log line root_rc=1 root_s=0 run_rc=1 run_s=0
+  read -r root_rc root_s run_rc run_s <"$logs/tier-$t.status" 2>/dev/null || true
+  local what
+  what="$t: the root ($(scripts/tier.sh list | awk -v t="$t" '$1 == t { print $2 }'), debootstrap when missing)"
+  if [ "$root_rc" -ne 0 ]; then
+    summary+=("FAIL  ${root_s}s  $what (log: $log)")
   else
-    summary+=("FAIL  $(($(date +%s) - t0))s  $t: the whole tier (log: $log)")
-    print_summary
-    echo "test-all: tier $t failed (log: $log)" >&2
-    exit 1
+    summary+=("PASS  ${root_s}s  $what")
+    while IFS= read -r line; do
+      summary+=("$line")
+    done < <(sed -n '/^==== summary of /,$p' "$log" |
+      sed -nE "s/^(PASS|FAIL)  ([0-9]+s)  /\1  \2  $t: /p")
+    sed -n '/^skipped, by reason:/,$p' "$log" | sed 1d |
+      awk -v t="$t" '{ n = $1; $1 = ""; sub(/^ /, ""); for (i = 0; i < n; i++) print t ": " $0 }' \
+        >>"$logs/skips"
+    if [ "$run_rc" -eq 0 ]; then
+      summary+=("PASS  ${run_s}s  $t: the whole tier")
+      return 0
+    fi
+    summary+=("FAIL  ${run_s}s  $t: the whole tier (log: $log)")
   fi
+  printf '\n==== %s failed: the end of %s\n' "$t" "$log"
+  tail -n 80 "$log"
+  failed=1
+  return 1
 }
 
 : >"$logs/skips"
 if [ -n "$inner" ]; then
   # Inside a root (scripts/tier.sh run): this tier's stack suite only.
-  step "dependencies (scripts/deps.sh)" scripts/deps.sh
-  stack_suite "$inner"
+  step "dependencies (scripts/deps.sh)" scripts/deps.sh && stack_suite "$inner"
   print_summary
-  exit 0
+  exit "$failed"
 fi
 
 for t in $platforms; do
@@ -250,16 +295,30 @@ for t in $platforms; do
 done
 host=$(scripts/tier.sh list | awk '/\(this host\)/ { print $1 }')
 
-step "dependencies (scripts/deps.sh)" scripts/deps.sh
-for t in $platforms; do
-  if [ "$t" = "$host" ]; then
-    printf '\n==== %s: this machine\n' "$t"
-    prefix="$t: "
-    stack_suite "$t"
-    source_suite
+disk_left
+if step "dependencies (scripts/deps.sh)" scripts/deps.sh; then
+  roots=
+  for t in $platforms; do
+    [ "$t" = "$host" ] && continue
+    root_tier_start "$t"
+    roots="$roots $t"
+  done
+  [ -z "$roots" ] ||
+    printf '\n==== in their roots, in the background:%s (logs: %s/tier-TIER.log)\n' "$roots" "$logs"
+  if [[ " $platforms " == *" $host "* ]]; then
+    printf '\n==== %s: this machine\n' "$host"
+    prefix="$host: "
+    stack_suite "$host" && source_suite || true
     prefix=
-  else
-    root_tier "$t"
   fi
-done
+  [ -z "$roots" ] || printf '\n==== waiting for the tiers in roots:%s\n' "$roots"
+  wait "${tier_pids[@]}" 2>/dev/null || true
+  for t in $roots; do
+    root_tier_done "$t" || true
+  done
+fi
 print_summary
+if [ "$failed" -ne 0 ]; then
+  echo "test-all: FAILED: $(printf '%s\n' "${summary[@]}" | grep -c '^FAIL') step(s), listed above" >&2
+fi
+exit "$failed"

@@ -8,6 +8,7 @@
 #                                        run CMD there (default: the tier's
 #                                        suite, scripts/test-all.sh)
 #   scripts/tier.sh shell TIER           a shell in TIER's root, in the copy
+#   scripts/tier.sh roots                the directory the roots are kept in
 #
 # Tiers: debian12 (bookworm), debian13 (trixie), sid. A root is a Debian
 # system made by debootstrap from Debian's registry, kept under HCG_ROOTS
@@ -84,21 +85,44 @@ make_root() { # TIER DIR
     rm -rf --one-file-system "$new"
     die "debootstrap $suite failed (log: $dir.debootstrap.log)"
   fi
-  if [ "$suite" = sid ]; then
+  echo "$tier $suite $(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$new/etc/hcg-tier"
+  rm -rf --one-file-system "$dir"
+  mv "$new" "$dir"
+}
+
+# What a root is told besides Debian's defaults; written on every use, so
+# that roots made by an older tier.sh get it too.
+configure_root() { # TIER DIR
+  local dir=$2
+  if [ "$(suite_of "$1")" = sid ]; then
     # The registry serves sid with a Release file past its Valid-Until
     # date; apt refuses it unless told. Only this root is told.
-    cat >"$new/etc/apt/apt.conf.d/90hcg-sid-valid-until" <<'EOF'
+    cat >"$dir/etc/apt/apt.conf.d/90hcg-sid-valid-until" <<'EOF'
 // hcg's sid tier: Debian's registry serves sid with an expired Release file.
 Acquire::Check-Valid-Until "false";
 EOF
   fi
+  # The packages' files once installed (half a GiB a root): a CI machine's
+  # disk is not ours to fill.
+  cat >"$dir/etc/apt/apt.conf.d/90hcg-no-archives" <<'EOF'
+// hcg's tiers: downloaded packages are removed once installed.
+APT::Keep-Downloaded-Packages "false";
+EOF
+  rm -f "$dir"/var/cache/apt/archives/*.deb
   # No daemon may start while packages install (slurmd, munge): a root is
   # not a booted system.
-  printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d"
-  chmod 755 "$new/usr/sbin/policy-rc.d"
-  echo "$tier $suite $(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$new/etc/hcg-tier"
-  rm -rf --one-file-system "$dir"
-  mv "$new" "$dir"
+  printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
+  chmod 755 "$dir/usr/sbin/policy-rc.d"
+}
+
+# A root with hcg's packages takes about 3 GiB; say so before debootstrap
+# rather than fail halfway through an install.
+need_space() { # DIR
+  local free_k need_k=$((4 * 1024 * 1024))
+  free_k=$(df -Pk "$1" | awk 'NR == 2 { print $4 }')
+  [ "${free_k:-0}" -ge "$need_k" ] ||
+    die "$1 has $((${free_k:-0} / 1024)) MiB free; a root needs about 4 GiB" \
+      "(HCG_ROOTS picks another place)"
 }
 
 ensure_root() { # TIER -> prints the root's path
@@ -112,8 +136,11 @@ ensure_root() { # TIER -> prints the root's path
   flock -w 1800 9 || die "$roots/$tier.lock is held by another run"
   if ! root_ok "$dir"; then
     [ -e "$dir" ] && echo "tier: the $tier root in $dir is broken: making it again" >&2
+    rm -rf --one-file-system "$dir" "$dir.new"
+    need_space "$roots"
     make_root "$tier" "$dir"
   fi
+  configure_root "$tier" "$dir"
   # The name lookups of the host (the node's own name, the registry).
   cp -f /etc/hosts "$dir/etc/hosts"
   cp -f /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
@@ -192,6 +219,9 @@ list)
     echo "$t $(suite_of "$t")$note"
   done
   ;;
+roots)
+  echo "$roots"
+  ;;
 root)
   tier=${2:?usage: tier.sh root TIER}
   ensure_root "$tier"
@@ -217,7 +247,7 @@ run | shell)
   fi
   ;;
 *)
-  echo "usage: tier.sh list | root TIER | run TIER [CMD...] | shell TIER" >&2
+  echo "usage: tier.sh list | roots | root TIER | run TIER [CMD...] | shell TIER" >&2
   exit 2
   ;;
 esac

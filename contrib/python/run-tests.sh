@@ -67,11 +67,18 @@ req() {
 status=0
 for py in $pythons; do
     echo "== $py ($("$py" -c 'import sys; print(sys.version.split()[0])'))"
+    # The slowest tests, where unittest can say (3.12 and later): what CI's
+    # time goes to.
+    slowest=
+    if "$py" -m unittest --help 2>/dev/null | grep -q -- --durations; then
+        slowest="--durations 8"
+    fi
     # -B: no __pycache__ in the source tree.
+    # shellcheck disable=SC2086 # $slowest is two words or none
     if ! (cd "$here" &&
           HCG_LIBRARY=$lib HCG_CLI=$cli PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} \
           HCG_REQUIRE_TORCH=$(req "$py") \
-              "$py" -B -m unittest discover -v -s tests 2>&1); then
+              "$py" -B -m unittest discover -v $slowest -s tests 2>&1); then
         status=1
     fi
 done

@@ -5,8 +5,12 @@
 
 load helpers
 
+# Task counts: small ones, primes, powers of two and the largest. Every
+# count is the pure core's (its unit tests take every one); here it is the
+# plugin's environment against hcg explain under a real srun, and each srun
+# is CI's time on every tier.
 @test "one grid, inferred dp, 1 to 24 tasks" {
-  for n in $(seq 1 24); do
+  for n in 1 2 3 4 5 7 8 12 13 16 24; do
     check_layout "$n" 'dp=*'
   done
 }
@@ -17,8 +21,8 @@ load helpers
   done
 }
 
-@test "tp=2 with inferred dp at every even task count up to 24" {
-  for n in $(seq 2 2 24); do
+@test "tp=2 with inferred dp at even task counts up to 24" {
+  for n in 2 4 6 10 16 24; do
     check_layout "$n" 'tp=2,dp=*'
   done
 }

@@ -30,9 +30,9 @@ if [ $# -eq 0 ]; then
 fi
 
 rc=0
-bats "${files[@]}" || rc=1
+bats --timing "${files[@]}" || rc=1
 # After everything else: the node survived.
-bats "$here/health.bats" || rc=1
+bats --timing "$here/health.bats" || rc=1
 if [ "$rc" -ne 0 ]; then
   cluster_logs
 fi

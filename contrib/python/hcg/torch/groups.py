@@ -28,8 +28,9 @@ timeout passes, and a member that fails tells the others at once. A rank
 whose group fails reports that failure on every group it has not finished,
 so their other members stop waiting too.
 
-Gloo connects eagerly, so a rank's groups are built on up to
-``MAX_THREADS`` threads, each with its own store client (a ``TCPStore``
+Gloo connects eagerly, so where hcg calls the backend's constructor itself
+(torch 1.x) a rank's groups are built on up to ``MAX_THREADS`` threads,
+each with its own store client (a ``TCPStore``
 client holds its lock while it waits). Every rank takes its groups in one
 global order (largest first, then by key): the first unfinished group in
 that order always has all its members working on it, so the threads cannot
@@ -168,6 +169,13 @@ class _Helper(_Way):
     """torch's own helper, with hcg's name for the group."""
 
     name = "helper"
+    # One group at a time: torch's helper was never made to run on several
+    # threads at once (it updates torch's tables in many steps), and with
+    # 4 threads on torch 2.6 a process crashed now and then when its
+    # groups were freed (pybind11's "Tried to deallocate unregistered
+    # instance", or a segmentation fault in libtorch_python; 2 of some 60
+    # jobs on Debian 13, both on a busy 2-CPU machine).
+    threads = False
 
     def __init__(self, helper: Callable[..., Any], pg_group_ranks: Dict[Any, Any]) -> None:
         self.helper = helper
