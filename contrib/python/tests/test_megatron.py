@@ -32,6 +32,7 @@ import hcg
 import hcg.torch as ht
 from hcg.torch import megatron as hm
 
+import ranks
 import support
 from test_torch import HAVE_TORCH, REQUIRE
 
@@ -76,35 +77,27 @@ def world_size(value: Optional[str]) -> Iterator[None]:
 
 
 def run_job(scenario: str, world: int, arg: str = "", limit: int = 240) -> List[Dict]:
-    """Runs a megatron_worker scenario on `world` local ranks."""
+    """Runs a megatron_worker scenario on `world` local ranks
+    (tests/ranks.py)."""
     parent = os.path.dirname(HERE)
     env = dict(os.environ)
     for k in ("HCG_LAYOUT", "HCG_VERSION", "WORLD_SIZE", "RANK"):
         env.pop(k, None)
     with tempfile.TemporaryDirectory() as tmp:
         store = os.path.join(tmp, "store")
-        procs = [subprocess.Popen([sys.executable, "-B", "-m", "tests.megatron_worker",
-                                   scenario, str(r), str(world), store, arg],
-                                  cwd=parent, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, universal_newlines=True)
-                 for r in range(world)]
-        results = []
-        try:
-            for r, p in enumerate(procs):
-                out, err = p.communicate(timeout=limit)
-                lines = [l for l in out.splitlines() if l.startswith("RESULT ")]
-                if not lines:
-                    raise AssertionError("rank %d printed no result (exit %d): %s"
-                                         % (r, p.returncode, err[-3000:]))
-                res = json.loads(lines[-1][7:])
-                if "exception" in res:
-                    raise AssertionError("rank %d: %s" % (r, res["exception"]))
-                results.append(res)
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
+        done = ranks.run("tests.megatron_worker",
+                         [[scenario, str(r), str(world), store, arg] for r in range(world)],
+                         env, parent, limit)
+    results = []
+    for r, rank in enumerate(done):
+        lines = [l for l in rank.out.splitlines() if l.startswith("RESULT ")]
+        if not lines:
+            raise AssertionError("rank %d printed no result (exit %d): %s"
+                                 % (r, rank.returncode, rank.err[-3000:]))
+        res = json.loads(lines[-1][7:])
+        if "exception" in res:
+            raise AssertionError("rank %d: %s" % (r, res["exception"]))
+        results.append(res)
     return results
 
 

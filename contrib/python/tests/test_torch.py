@@ -20,6 +20,8 @@ import socket
 import unittest
 from typing import Dict, List
 
+import ranks
+
 
 NO_TORCH = """
 import sys
@@ -68,34 +70,26 @@ def _free_port() -> int:
 
 def run_job(scenario: str, world: int, arg: str = "",
             limit: int = 180) -> List[Dict]:
-    """Runs a scenario on `world` local ranks; their results, by rank."""
+    """Runs a scenario on `world` local ranks (tests/ranks.py); their
+    results, by rank."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     port = _free_port()
     env = dict(os.environ)
     env.pop("HCG_LAYOUT", None)
     env.pop("HCG_VERSION", None)
-    procs = [subprocess.Popen([sys.executable, "-B", "-m", "tests.torch_worker",
-                               scenario, str(r), str(world), str(port), arg],
-                              cwd=here, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True)
-             for r in range(world)]
+    done = ranks.run("tests.torch_worker",
+                     [[scenario, str(r), str(world), str(port), arg] for r in range(world)],
+                     env, here, limit)
     results = []
-    try:
-        for r, p in enumerate(procs):
-            out, err = p.communicate(timeout=limit)
-            lines = [l for l in out.splitlines() if l.startswith("RESULT ")]
-            if not lines:
-                raise AssertionError("rank %d printed no result (exit %d): %s"
-                                     % (r, p.returncode, err[-2000:]))
-            res = json.loads(lines[-1][7:])
-            if "exception" in res:
-                raise AssertionError("rank %d: %s" % (r, res["exception"]))
-            results.append(res)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    for r, rank in enumerate(done):
+        lines = [l for l in rank.out.splitlines() if l.startswith("RESULT ")]
+        if not lines:
+            raise AssertionError("rank %d printed no result (exit %d): %s"
+                                 % (r, rank.returncode, rank.err[-2000:]))
+        res = json.loads(lines[-1][7:])
+        if "exception" in res:
+            raise AssertionError("rank %d: %s" % (r, res["exception"]))
+        results.append(res)
     return results
 
 
