@@ -111,6 +111,10 @@ show() {
 }
 
 @test "the wheel alone: its hcg command and binding in a fresh venv of the image" {
+  # Nothing of hcg in the image but the venv: no libhcg, no hcg module.
+  run "$ENTER" "$ROOT13" /bin/sh -c 'ldconfig -p | grep libhcg; command -v hcg; /usr/bin/python3 -c "import hcg._lib"'
+  [ "$status" -ne 0 ] && [[ "$output" == *"No module named 'hcg._lib'"* ]] &&
+    [[ "$output" != *libhcg* ]] && [[ "$output" != */hcg* ]] || { echo "$output"; false; }
   run "$ENTER" "$ROOT13" "$CTIN/venv/bin/hcg" enum -n 8 "$LAYOUT" llm:tp
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   [ "$output" = '[[0,1],[2,3],[4,5],[6,7]]' ]
