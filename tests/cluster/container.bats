@@ -4,7 +4,7 @@
 # tiers, standing for an image (tests/cluster/container/enter.sh does what
 # enroot does: chroot, host /dev so /dev/shm, the PMIx server's directory,
 # RANK and LOCAL_RANK as pyxis sets them). In the image hcg comes only from
-# `pip install` of the wheel built here, into a fresh venv on the image's
+# `pip install` of the wheel built here (from the sdist), into a fresh venv on the image's
 # own Python and torch (2.6); nothing else of hcg is there. The PMIx client
 # in the image (5.0.7) talks to this host's PMIx server (Debian 12: 4.2).
 #
@@ -46,14 +46,20 @@ setup_file() {
   export WHY
   [ -z "$WHY" ] || return 0
   clean_env
-  # The wheel, once, from a copy of the sources (the checkout stays clean).
+  # The wheel, once: the sdist from a copy of the sources (the checkout
+  # stays clean), then the wheel from the sdist alone, as pip builds one
+  # that it downloaded.
   local t0=$SECONDS src=$BATS_FILE_TMPDIR/src
   mkdir -p "$src/contrib"
   cp -r "$SRCDIR/runtime" "$src/runtime"
   cp -r "$SRCDIR/contrib/python" "$src/contrib/python"
   rm -rf "$src/contrib/python/build" "$src/contrib/python"/*.egg-info
+  (cd "$src/contrib/python" && /usr/bin/python3 -W ignore -c \
+    'import sys; from setuptools import build_meta; build_meta.build_sdist(sys.argv[1])' \
+    "$BATS_FILE_TMPDIR/sdist" > /dev/null)
+  SDIST=$(ls "$BATS_FILE_TMPDIR"/sdist/hcg-*.tar.gz)
   HCG_WERROR=1 /usr/bin/python3 -m pip wheel -q --no-index --no-build-isolation \
-    --no-deps -w "$BATS_FILE_TMPDIR/dist" "$src/contrib/python" >&3 2>&1
+    --no-deps -w "$BATS_FILE_TMPDIR/dist" "$SDIST" >&3 2>&1
   WHEEL=$(ls "$BATS_FILE_TMPDIR"/dist/hcg-*.whl)
   # A throwaway area in the image for the venv and the task scripts.
   CT=$(mktemp -d "$ROOT13/var/tmp/hcg-container.XXXXXX")
@@ -66,7 +72,7 @@ setup_file() {
   "$ENTER" "$ROOT13" /usr/bin/python3 -m venv --without-pip --system-site-packages "$CTIN/venv"
   "$ENTER" "$ROOT13" /usr/bin/python3 -m pip --python "$CTIN/venv/bin/python" \
     install -q --no-index "$CTIN/$(basename "$WHEEL")" >&3 2>&1
-  echo "# wheel $(basename "$WHEEL"): $(stat -c %s "$WHEEL") bytes; built and installed in $((SECONDS - t0)) s" >&3
+  echo "# wheel $(basename "$WHEEL"): $(stat -c %s "$WHEEL") bytes (sdist $(stat -c %s "$SDIST")); built and installed in $((SECONDS - t0)) s" >&3
   export WHEEL CT CTIN ENTER SRCDIR BUILD
 }
 
