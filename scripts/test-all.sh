@@ -316,6 +316,14 @@ if step "dependencies (scripts/deps.sh)" scripts/deps.sh; then
   for t in $roots; do
     root_tier_done "$t" || true
   done
+  # hcg in a container: this host's Slurm (its tier's build) starts tasks
+  # in the Debian 13 root, which its tier has just made and given its
+  # packages (skips, saying why, where HCG_PLATFORMS leaves it out or this
+  # host is Debian 13).
+  if [[ " $platforms " == *" $host "* ]] && [ -x "$src/build/runtime/hcg" ]; then
+    step "container: this host's Slurm, tasks in the debian13 root, hcg from its wheel" \
+      tests/cluster/run.sh "$src/build" tests/cluster/container.bats || true
+  fi
 fi
 print_summary
 if [ "$failed" -ne 0 ]; then

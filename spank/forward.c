@@ -138,6 +138,7 @@ static const char *const user_settings[] = {
     "HCG_FANIN",         "HCG_LIBRARY",
     "HCG_CLI",           "HCG_TEST_COMM_FAIL",
     "HCG_REQUIRE_TORCH", "HCG_DEBUG_REQUESTS",
+    "HCG_PMIX_LIBRARY",
 };
 
 int hcgp_env_user_setting(const char *name) {

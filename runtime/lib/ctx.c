@@ -208,20 +208,22 @@ static int read_layout(const struct envsrc *env, hcg_ctx *ctx, hcg_error *err) {
 static int check_pmix(hcg_ctx *ctx, int mode, hcg_error *err) {
   if (mode == HCG_PMIX_OFF)
     return HCG_OK;
-  if (!hcgrt_pmix_present()) {
+  int present = hcgrt_pmix_present();
+  if (!present && mode == HCG_PMIX_AUTO)
+    return HCG_OK;
+  /* A build without PMIx, or no libpmix to load: AUTO goes on without it
+   * (an exchange says why: hcgrt_exchange_usable). */
+  hcg_error why = HCG_ERROR_INIT;
+  if (hcgrt_pmix_usable(&why)) {
     if (mode == HCG_PMIX_AUTO)
       return HCG_OK;
-#ifndef HCG_HAVE_PMIX
-    return hcg__fail(err, HCG_ENOTSUP,
-                     "PMIx is required but this libhcg was built without "
-                     "PMIx (configure --with-pmix)");
-#else
+    return hcg__fail(err, why.code, "PMIx is required but %s", why.message);
+  }
+  if (!present)
     return hcg__fail(err, HCG_EPMIX,
                      "PMIx is required but this process was not started by "
                      "a PMIx server (PMIX_NAMESPACE is not set): run it with "
                      "srun --mpi=pmix");
-#endif
-  }
   int prank;
   long long psize;
   int rc = hcgrt_pmix_open(&ctx->pmix, &prank, &psize, err);

@@ -99,24 +99,23 @@ static int make_id(unsigned char *id, int flags, const char *key,
 }
 
 int hcgrt_exchange_usable(hcg_ctx *ctx, hcg_error *err) {
-#ifndef HCG_HAVE_PMIX
-  (void)ctx;
-  return hcg__fail(err, HCG_ENOTSUP,
-                   "this libhcg was built without PMIx (configure "
-                   "--with-pmix): ids cannot be exchanged");
-#else
   if (ctx->broken)
     return hcg__fail(err, HCG_EPMIX,
                      "an earlier fence of this context failed; its fences "
                      "no longer pair with the other processes' (end the "
                      "job)");
-  if (!ctx->pmix)
+  if (!ctx->pmix) {
+    /* Why this process cannot use PMIx, when it cannot (a build without
+     * it, no libpmix to load), else that no PMIx server started it. */
+    int rc = hcgrt_pmix_usable(err);
+    if (rc)
+      return rc;
     return hcg__fail(err, HCG_EPMIX,
                      "this process has no PMIx server (PMIX_NAMESPACE is "
                      "not set, or the context was made with "
                      "HCG_PMIX_OFF): run it with srun --mpi=pmix");
+  }
   return HCG_OK;
-#endif
 }
 
 /* HCG_EEXIST when this process already published pkey: `group`'s id,

@@ -1,6 +1,11 @@
 /*
  * pmix.c - the few PMIx calls libhcg makes, each bounded in time.
  *
+ * Written against hcg's own declaration of PMIx's client ABI (pmix_abi.h)
+ * and calling PMIx through the table hcgrt_pmix_bind gives: the same code
+ * whether libhcg is linked with libpmix (pmix_link.c), opens it at run time
+ * (pmix_dl.c) or has no PMIx (pmix_none.c).
+ *
  * The fence is issued non-blocking and awaited with a deadline of our own,
  * the caller's timeout. The PMIx server gets twice as long (PMIX_TIMEOUT,
  * at least GRACE_S more), only so that it drops the fence some time after
@@ -20,93 +25,26 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "rt.h"
-
-#ifndef HCG_HAVE_PMIX
-
-int hcgrt_pmix_present(void) { return 0; }
-
-int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
-                    hcg_error *err) {
-  (void)rank;
-  (void)job_size;
-  *out = NULL;
-  return hcg__fail(err, HCG_ENOTSUP,
-                   "this libhcg was built without PMIx (configure "
-                   "--with-pmix)");
-}
-void hcgrt_pmix_close(struct hcgrt_pmix *px) { (void)px; }
-int hcgrt_pmix_local_rank(struct hcgrt_pmix *px) {
-  (void)px;
-  return -1;
-}
-int hcgrt_pmix_have_own(struct hcgrt_pmix *px, const char *key) {
-  (void)px;
-  (void)key;
-  return 0;
-}
-int hcgrt_pmix_put(struct hcgrt_pmix *px, const char *key,
-                   const unsigned char *data, size_t len, hcg_error *err) {
-  (void)px;
-  (void)key;
-  (void)data;
-  (void)len;
-  return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
-}
-int hcgrt_pmix_commit(struct hcgrt_pmix *px, hcg_error *err) {
-  (void)px;
-  return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
-}
-int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, const char *what,
-                     hcg_error *err) {
-  (void)px;
-  (void)timeout_s;
-  (void)what;
-  return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
-}
-int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
-                       size_t len, int timeout_s, hcg_error *err) {
-  (void)px;
-  (void)gets;
-  (void)n;
-  (void)len;
-  (void)timeout_s;
-  return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
-}
-
-int hcgrt_pmix_get_each(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
-                        size_t len, int timeout_s, int *rcs, hcg_error *err) {
-  (void)px;
-  (void)gets;
-  (void)n;
-  (void)len;
-  (void)timeout_s;
-  (void)rcs;
-  return hcg__fail(err, HCG_ENOTSUP, "this libhcg was built without PMIx");
-}
-
-#else /* HCG_HAVE_PMIX */
-
-#include <errno.h>
-#include <strings.h> /* pmix_common.h uses strncasecmp */
-
-#include <fcntl.h>
-#include <pmix.h>
-#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
-_Static_assert(PMIX_MAX_KEYLEN == 511, "exchange.c assumes 511");
+#include "pmix_abi.h"
+#include "rt.h"
+
+_Static_assert(HCGPX_MAX_KEYLEN == 511, "exchange.c assumes 511");
 
 /* The least the PMIx server waits for a fence beyond our own deadline. */
 enum { GRACE_S = 2 };
 
 struct hcgrt_pmix {
-  pmix_proc_t me;
+  const struct hcgpx_api *api;
+  hcgpx_proc_t me;
   char *debug_requests; /* HCG_DEBUG_REQUESTS, or NULL */
 };
 
@@ -132,44 +70,73 @@ static void log_requests(const struct hcgrt_pmix *px,
 
 int hcgrt_pmix_present(void) { return getenv("PMIX_NAMESPACE") != NULL; }
 
-static int pmix_error(hcg_error *err, pmix_status_t st, const char *what) {
-  if (st == PMIX_ERR_TIMEOUT)
+int hcgrt_pmix_usable(hcg_error *err) {
+  const struct hcgpx_api *api;
+  return hcgrt_pmix_bind(&api, err);
+}
+
+static int pmix_error(const struct hcgpx_api *api, hcg_error *err,
+                      hcgpx_status_t st, const char *what) {
+  if (st == HCGPX_ERR_TIMEOUT)
     return hcg__fail(err, HCG_ETIMEOUT, "%s timed out (PMIx: %s)", what,
-                     PMIx_Error_string(st));
+                     api->error_string(st));
   return hcg__fail(err, HCG_EPMIX, "%s failed: %s (PMIx status %d)", what,
-                   PMIx_Error_string(st), (int)st);
+                   api->error_string(st), (int)st);
 }
 
-static void load_int_info(pmix_info_t *info, const char *key, int v) {
-  PMIX_INFO_CONSTRUCT(info);
-  PMIx_Info_load(info, key, &v, PMIX_INT);
+/* PMIX_INFO_CONSTRUCT, then PMIx_Info_load. */
+static void load_int_info(const struct hcgpx_api *api, hcgpx_info_t *info,
+                          const char *key, int v) {
+  memset(info, 0, sizeof *info);
+  api->info_load(info, key, &v, HCGPX_INT);
 }
 
-static void load_bool_info(pmix_info_t *info, const char *key, int v) {
+static void load_bool_info(const struct hcgpx_api *api, hcgpx_info_t *info,
+                           const char *key, int v) {
   bool b = v != 0;
-  PMIX_INFO_CONSTRUCT(info);
-  PMIx_Info_load(info, key, &b, PMIX_BOOL);
+  memset(info, 0, sizeof *info);
+  api->info_load(info, key, &b, HCGPX_BOOL);
+}
+
+/* PMIX_INFO_DESTRUCT of an info hcg loaded (never a persistent one). */
+static void info_destruct(const struct hcgpx_api *api, hcgpx_info_t *info) {
+  api->value_destruct(&info->value);
+}
+
+/* PMIX_VALUE_RELEASE: the value PMIx_Get allocated, and what it holds. */
+static void value_release(const struct hcgpx_api *api, hcgpx_value_t *v) {
+  if (!v)
+    return;
+  api->value_destruct(v);
+  free(v);
+}
+
+/* PMIX_PROC_LOAD */
+static void proc_load(hcgpx_proc_t *p, const char *nspace, hcgpx_rank_t rank) {
+  memset(p, 0, sizeof *p);
+  snprintf(p->nspace, sizeof p->nspace, "%s", nspace);
+  p->rank = rank;
 }
 
 /* Reads an unsigned number of any PMIx integer type. */
-static int value_number(const pmix_value_t *v, long long *out) {
+static int value_number(const hcgpx_value_t *v, long long *out) {
   switch (v->type) {
-  case PMIX_UINT32:
+  case HCGPX_UINT32:
     *out = v->data.uint32;
     return 0;
-  case PMIX_UINT16:
+  case HCGPX_UINT16:
     *out = v->data.uint16;
     return 0;
-  case PMIX_UINT64:
+  case HCGPX_UINT64:
     *out = (long long)v->data.uint64;
     return 0;
-  case PMIX_INT:
+  case HCGPX_INT:
     *out = v->data.integer;
     return 0;
-  case PMIX_UINT:
+  case HCGPX_UINT:
     *out = v->data.uint;
     return 0;
-  case PMIX_PROC_RANK:
+  case HCGPX_PROC_RANK:
     *out = v->data.rank;
     return 0;
   default:
@@ -180,42 +147,46 @@ static int value_number(const pmix_value_t *v, long long *out) {
 int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
                     hcg_error *err) {
   *out = NULL;
+  const struct hcgpx_api *api;
+  int rc = hcgrt_pmix_bind(&api, err);
+  if (rc)
+    return rc;
   struct hcgrt_pmix *px = calloc(1, sizeof *px);
   if (!px)
     return hcg__fail(err, HCG_ENOMEM, "out of memory for PMIx state");
-  pmix_status_t st = PMIx_Init(&px->me, NULL, 0);
-  if (st != PMIX_SUCCESS) {
+  px->api = api;
+  hcgpx_status_t st = api->init(&px->me, NULL, 0);
+  if (st != HCGPX_SUCCESS) {
     /* A first PMIx_Init without a server still leaves PMIx initialized
      * (as a singleton); undo that, and only that. */
-    if (PMIx_Initialized())
-      PMIx_Finalize(NULL, 0);
+    if (api->initialized())
+      api->finalize(NULL, 0);
     free(px);
     return hcg__fail(err, HCG_EPMIX,
                      "PMIx_Init failed: %s (PMIx status %d): the PMIx server "
                      "of this step cannot be reached (was it started with "
                      "srun --mpi=pmix?)",
-                     PMIx_Error_string(st), (int)st);
+                     api->error_string(st), (int)st);
   }
   *rank = (int)px->me.rank;
   *job_size = -1;
-  pmix_proc_t job;
-  PMIX_PROC_LOAD(&job, px->me.nspace, PMIX_RANK_WILDCARD);
-  pmix_value_t *v = NULL;
-  st = PMIx_Get(&job, PMIX_JOB_SIZE, NULL, 0, &v);
-  if (st != PMIX_SUCCESS || !v || value_number(v, job_size)) {
-    if (v)
-      PMIX_VALUE_RELEASE(v);
-    PMIx_Finalize(NULL, 0);
+  hcgpx_proc_t job;
+  proc_load(&job, px->me.nspace, HCGPX_RANK_WILDCARD);
+  hcgpx_value_t *v = NULL;
+  st = api->get(&job, HCGPX_JOB_SIZE, NULL, 0, &v);
+  if (st != HCGPX_SUCCESS || !v || value_number(v, job_size)) {
+    value_release(api, v);
+    api->finalize(NULL, 0);
     free(px);
-    if (st == PMIX_SUCCESS)
+    if (st == HCGPX_SUCCESS)
       return hcg__fail(err, HCG_EPMIX,
                        "PMIx gave PMIX_JOB_SIZE with an unexpected type");
-    return pmix_error(err, st, "PMIx_Get(PMIX_JOB_SIZE)");
+    return pmix_error(api, err, st, "PMIx_Get(PMIX_JOB_SIZE)");
   }
-  PMIX_VALUE_RELEASE(v);
+  value_release(api, v);
   const char *dbg = getenv("HCG_DEBUG_REQUESTS");
   if (dbg && *dbg && !(px->debug_requests = strdup(dbg))) {
-    PMIx_Finalize(NULL, 0);
+    api->finalize(NULL, 0);
     free(px);
     return hcg__fail(err, HCG_ENOMEM, "out of memory for PMIx state");
   }
@@ -228,8 +199,8 @@ static void free_orphans(void);
 void hcgrt_pmix_close(struct hcgrt_pmix *px) {
   if (!px)
     return;
-  PMIx_Finalize(NULL, 0);
-  if (!PMIx_Initialized())
+  px->api->finalize(NULL, 0);
+  if (!px->api->initialized())
     free_orphans();
   free(px->debug_requests);
   free(px);
@@ -238,46 +209,42 @@ void hcgrt_pmix_close(struct hcgrt_pmix *px) {
 int hcgrt_pmix_local_rank(struct hcgrt_pmix *px) {
   if (!px)
     return -1;
-  pmix_value_t *v = NULL;
+  hcgpx_value_t *v = NULL;
   long long lr = -1;
-  if (PMIx_Get(&px->me, PMIX_LOCAL_RANK, NULL, 0, &v) == PMIX_SUCCESS && v &&
-      value_number(v, &lr))
+  if (px->api->get(&px->me, HCGPX_LOCAL_RANK, NULL, 0, &v) == HCGPX_SUCCESS &&
+      v && value_number(v, &lr))
     lr = -1;
-  if (v)
-    PMIX_VALUE_RELEASE(v);
+  value_release(px->api, v);
   return lr >= 0 && lr <= HCG_MAX_WORLD ? (int)lr : -1;
 }
 
 int hcgrt_pmix_have_own(struct hcgrt_pmix *px, const char *key) {
-  pmix_info_t info;
-  load_bool_info(&info, PMIX_OPTIONAL, 1);
-  pmix_value_t *v = NULL;
-  pmix_status_t st = PMIx_Get(&px->me, key, &info, 1, &v);
-  if (v)
-    PMIX_VALUE_RELEASE(v);
-  PMIX_INFO_DESTRUCT(&info);
-  return st == PMIX_SUCCESS;
+  hcgpx_info_t info;
+  load_bool_info(px->api, &info, HCGPX_OPTIONAL, 1);
+  hcgpx_value_t *v = NULL;
+  hcgpx_status_t st = px->api->get(&px->me, key, &info, 1, &v);
+  value_release(px->api, v);
+  info_destruct(px->api, &info);
+  return st == HCGPX_SUCCESS;
 }
 
 int hcgrt_pmix_put(struct hcgrt_pmix *px, const char *key,
                    const unsigned char *data, size_t len, hcg_error *err) {
-  (void)px;
-  pmix_value_t v;
+  hcgpx_value_t v;
   memset(&v, 0, sizeof v);
-  v.type = PMIX_BYTE_OBJECT;
+  v.type = HCGPX_BYTE_OBJECT;
   v.data.bo.bytes = (char *)data; /* PMIx_Put copies it */
   v.data.bo.size = len;
-  pmix_status_t st = PMIx_Put(PMIX_GLOBAL, key, &v);
-  if (st != PMIX_SUCCESS)
-    return pmix_error(err, st, "PMIx_Put of a group id");
+  hcgpx_status_t st = px->api->put(HCGPX_GLOBAL, key, &v);
+  if (st != HCGPX_SUCCESS)
+    return pmix_error(px->api, err, st, "PMIx_Put of a group id");
   return HCG_OK;
 }
 
 int hcgrt_pmix_commit(struct hcgrt_pmix *px, hcg_error *err) {
-  (void)px;
-  pmix_status_t st = PMIx_Commit();
-  if (st != PMIX_SUCCESS)
-    return pmix_error(err, st, "PMIx_Commit");
+  hcgpx_status_t st = px->api->commit();
+  if (st != HCGPX_SUCCESS)
+    return pmix_error(px->api, err, st, "PMIx_Commit");
   return HCG_OK;
 }
 
@@ -289,8 +256,9 @@ struct waitblock {
   pthread_cond_t cv;
   int pending;   /* callbacks not yet run                   */
   int abandoned; /* the caller gave up: the last callback frees */
-  pmix_status_t status;
-  pmix_info_t info[2];
+  hcgpx_status_t status;
+  const struct hcgpx_api *api;
+  hcgpx_info_t info[2];
   int ninfo;
   struct waitblock *prev, *next; /* on the orphans list when abandoned */
 };
@@ -305,16 +273,17 @@ static struct waitblock *orphans;
 
 static void waitblock_free(struct waitblock *wb) {
   for (int i = 0; i < wb->ninfo; i++)
-    PMIX_INFO_DESTRUCT(&wb->info[i]);
+    info_destruct(wb->api, &wb->info[i]);
   pthread_cond_destroy(&wb->cv);
   pthread_mutex_destroy(&wb->mu);
   free(wb);
 }
 
-static struct waitblock *waitblock_new(void) {
+static struct waitblock *waitblock_new(const struct hcgpx_api *api) {
   struct waitblock *wb = calloc(1, sizeof *wb);
   if (!wb)
     return NULL;
+  wb->api = api;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -332,9 +301,9 @@ static struct waitblock *waitblock_new(void) {
 }
 
 /* One callback done; frees the block when the caller has left. */
-static void waitblock_done(struct waitblock *wb, pmix_status_t st) {
+static void waitblock_done(struct waitblock *wb, hcgpx_status_t st) {
   pthread_mutex_lock(&wb->mu);
-  if (st != PMIX_SUCCESS && wb->status == PMIX_SUCCESS)
+  if (st != HCGPX_SUCCESS && wb->status == HCGPX_SUCCESS)
     wb->status = st;
   int last = --wb->pending == 0;
   int gone = wb->abandoned;
@@ -396,69 +365,70 @@ static int waitblock_wait(struct waitblock *wb, int timeout_s) {
   return gave_up ? -1 : 0;
 }
 
-static void fence_cb(pmix_status_t st, void *cbdata) {
+static void fence_cb(hcgpx_status_t st, void *cbdata) {
   waitblock_done(cbdata, st);
 }
 
 int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, const char *what,
                      hcg_error *err) {
-  (void)px;
-  struct waitblock *wb = waitblock_new();
+  const struct hcgpx_api *api = px->api;
+  struct waitblock *wb = waitblock_new(api);
   if (!wb)
     return hcg__fail(err, HCG_ENOMEM, "out of memory for a PMIx fence");
-  load_bool_info(&wb->info[0], PMIX_COLLECT_DATA, 0);
-  load_int_info(&wb->info[1], PMIX_TIMEOUT,
+  load_bool_info(api, &wb->info[0], HCGPX_COLLECT_DATA, 0);
+  load_int_info(api, &wb->info[1], HCGPX_TIMEOUT,
                 timeout_s + (timeout_s > GRACE_S ? timeout_s : GRACE_S));
   wb->ninfo = 2;
   wb->pending = 1;
   /* NULL procs: every process of our namespace, i.e. the whole job. */
-  pmix_status_t st = PMIx_Fence_nb(NULL, 0, wb->info, 2, fence_cb, wb);
-  if (st == PMIX_OPERATION_SUCCEEDED) { /* done at once, no callback */
+  hcgpx_status_t st = api->fence_nb(NULL, 0, wb->info, 2, fence_cb, wb);
+  if (st == HCGPX_OPERATION_SUCCEEDED) { /* done at once, no callback */
     waitblock_free(wb);
     return HCG_OK;
   }
-  if (st != PMIX_SUCCESS) {
+  if (st != HCGPX_SUCCESS) {
     waitblock_free(wb);
-    return pmix_error(err, st, "PMIx_Fence");
+    return pmix_error(api, err, st, "PMIx_Fence");
   }
   if (waitblock_wait(wb, timeout_s))
-    st = PMIX_ERR_TIMEOUT;
+    st = HCGPX_ERR_TIMEOUT;
   else {
     st = wb->status;
     waitblock_free(wb);
   }
-  if (st == PMIX_ERR_TIMEOUT)
+  if (st == HCGPX_ERR_TIMEOUT)
     return hcg__fail(err, HCG_ETIMEOUT,
                      "the PMIx fence of %s timed out after %d s: a process "
                      "of the job did not reach it (exited, crashed, or is "
                      "stuck)",
                      what, timeout_s);
-  if (st == PMIX_ERR_PARTIAL_SUCCESS)
+  if (st == HCGPX_ERR_PARTIAL_SUCCESS)
     return hcg__fail(err, HCG_EPMIX,
                      "the PMIx fence of %s failed: a process of the job "
                      "left before reaching it (it finalized PMIx or ended) "
                      "(PMIx: %s)",
-                     what, PMIx_Error_string(st));
-  if (st != PMIX_SUCCESS) {
+                     what, api->error_string(st));
+  if (st != HCGPX_SUCCESS) {
     char label[128];
     snprintf(label, sizeof label, "the PMIx fence of %s", what);
-    return pmix_error(err, st, label);
+    return pmix_error(api, err, st, label);
   }
   return HCG_OK;
 }
 
 /* A get's outcome: PMIx's status, or SIZE_BAD for a value of another
  * size or type. */
-#define SIZE_BAD PMIX_ERR_TYPE_MISMATCH
+#define SIZE_BAD HCGPX_ERR_TYPE_MISMATCH
 
-static int get_error(hcg_error *err, const struct hcgrt_get *g,
-                     pmix_status_t st, size_t len, int timeout_s) {
+static int get_error(const struct hcgpx_api *api, hcg_error *err,
+                     const struct hcgrt_get *g, hcgpx_status_t st, size_t len,
+                     int timeout_s) {
   if (st == SIZE_BAD && g->dyn)
     return hcg__fail(err, HCG_EPMIX,
                      "the ids rank %d published (for group '%s') are not "
                      "1 to %d bytes",
                      g->rank, g->group, HCGRT_GET_DYN_MAX);
-  if (st == PMIX_ERR_NOMEM)
+  if (st == HCGPX_ERR_NOMEM)
     return hcg__fail(err, HCG_ENOMEM,
                      "out of memory for the ids of rank %d (group '%s')",
                      g->rank, g->group);
@@ -466,12 +436,12 @@ static int get_error(hcg_error *err, const struct hcgrt_get *g,
     return hcg__fail(err, HCG_EPMIX,
                      "the id of group '%s' from rank %d is not %zu bytes",
                      g->group, g->rank, len);
-  if (st == PMIX_ERR_TIMEOUT)
+  if (st == HCGPX_ERR_TIMEOUT)
     return hcg__fail(err, HCG_ETIMEOUT,
                      "the id of group '%s' from its leader, rank %d, did "
                      "not arrive in %d s",
                      g->group, g->rank, timeout_s);
-  if (st == PMIX_ERR_NOT_FOUND)
+  if (st == HCGPX_ERR_NOT_FOUND)
     return hcg__fail(err, HCG_EPMIX,
                      "rank %d, leader of group '%s', published no id for "
                      "it (key '%s'): did every process pass the same "
@@ -480,7 +450,7 @@ static int get_error(hcg_error *err, const struct hcgrt_get *g,
   char what[HCG_KEY_MAX + 64];
   snprintf(what, sizeof what, "PMIx_Get of the id of group '%s' from rank %d",
            g->group, g->rank);
-  return pmix_error(err, st, what);
+  return pmix_error(api, err, st, what);
 }
 
 /* A batch of gets: one outcome into st[i] each, all within one deadline
@@ -496,9 +466,10 @@ static int get_error(hcg_error *err, const struct hcgrt_get *g,
  * so each get is a local lookup or one direct-modex request per remote
  * publisher. Fails only for lack of memory (never, here). */
 static int get_batch(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
-                     size_t len, int timeout_s, pmix_status_t *st,
+                     size_t len, int timeout_s, hcgpx_status_t *st,
                      hcg_error *err) {
   (void)err;
+  const struct hcgpx_api *api = px->api;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (px->debug_requests)
@@ -510,34 +481,33 @@ static int get_batch(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
     int left = timeout_s - (int)(t.tv_sec - t0.tv_sec);
     if (left < 1)
       left = 1;
-    pmix_info_t info;
-    load_int_info(&info, PMIX_TIMEOUT, left);
-    pmix_proc_t from;
-    PMIX_PROC_LOAD(&from, px->me.nspace, (pmix_rank_t)g->rank);
-    pmix_value_t *v = NULL;
-    st[i] = PMIx_Get(&from, g->key, &info, 1, &v);
-    PMIX_INFO_DESTRUCT(&info);
+    hcgpx_info_t info;
+    load_int_info(api, &info, HCGPX_TIMEOUT, left);
+    hcgpx_proc_t from;
+    proc_load(&from, px->me.nspace, (hcgpx_rank_t)g->rank);
+    hcgpx_value_t *v = NULL;
+    st[i] = api->get(&from, g->key, &info, 1, &v);
+    info_destruct(api, &info);
     size_t want = g->len ? g->len : len;
     if (g->dyn) {
       *g->dyn = NULL;
       *g->dyn_len = 0;
-      if (st[i] == PMIX_SUCCESS && v && v->type == PMIX_BYTE_OBJECT &&
+      if (st[i] == HCGPX_SUCCESS && v && v->type == HCGPX_BYTE_OBJECT &&
           v->data.bo.size > 0 && v->data.bo.size <= HCGRT_GET_DYN_MAX)
         want = v->data.bo.size;
     }
-    if (st[i] == PMIX_SUCCESS &&
-        (!v || v->type != PMIX_BYTE_OBJECT || v->data.bo.size != want))
+    if (st[i] == HCGPX_SUCCESS &&
+        (!v || v->type != HCGPX_BYTE_OBJECT || v->data.bo.size != want))
       st[i] = SIZE_BAD;
-    if (st[i] == PMIX_SUCCESS && g->dyn) {
+    if (st[i] == HCGPX_SUCCESS && g->dyn) {
       if ((*g->dyn = malloc(want)))
         *g->dyn_len = want;
       else
-        st[i] = PMIX_ERR_NOMEM;
+        st[i] = HCGPX_ERR_NOMEM;
     }
-    if (st[i] == PMIX_SUCCESS)
+    if (st[i] == HCGPX_SUCCESS)
       memcpy(g->dyn ? *g->dyn : g->out, v->data.bo.bytes, want);
-    if (v)
-      PMIX_VALUE_RELEASE(v);
+    value_release(api, v);
   }
   return HCG_OK;
 }
@@ -546,15 +516,15 @@ int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
                        size_t len, int timeout_s, hcg_error *err) {
   if (n <= 0)
     return HCG_OK;
-  pmix_status_t *st = malloc((size_t)n * sizeof *st);
+  hcgpx_status_t *st = malloc((size_t)n * sizeof *st);
   if (!st)
     return hcg__fail(err, HCG_ENOMEM, "out of memory for %d PMIx gets", n);
   int rc = get_batch(px, gets, n, len, timeout_s, st, err);
   /* The first failure in the caller's order names the error. */
   for (int i = 0; i < n && !rc; i++)
-    if (st[i] != PMIX_SUCCESS)
-      rc = get_error(err, &gets[i], st[i], gets[i].len ? gets[i].len : len,
-                     timeout_s);
+    if (st[i] != HCGPX_SUCCESS)
+      rc = get_error(px->api, err, &gets[i], st[i],
+                     gets[i].len ? gets[i].len : len, timeout_s);
   free(st);
   return rc;
 }
@@ -563,16 +533,14 @@ int hcgrt_pmix_get_each(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
                         size_t len, int timeout_s, int *rcs, hcg_error *err) {
   if (n <= 0)
     return HCG_OK;
-  pmix_status_t *st = malloc((size_t)n * sizeof *st);
+  hcgpx_status_t *st = malloc((size_t)n * sizeof *st);
   if (!st)
     return hcg__fail(err, HCG_ENOMEM, "out of memory for %d PMIx gets", n);
   int rc = get_batch(px, gets, n, len, timeout_s, st, err);
   for (int i = 0; i < n && !rc; i++)
-    rcs[i] = st[i] == PMIX_SUCCESS       ? HCG_OK
-             : st[i] == PMIX_ERR_TIMEOUT ? HCG_ETIMEOUT
-                                         : HCG_EPMIX;
+    rcs[i] = st[i] == HCGPX_SUCCESS       ? HCG_OK
+             : st[i] == HCGPX_ERR_TIMEOUT ? HCG_ETIMEOUT
+                                          : HCG_EPMIX;
   free(st);
   return rc;
 }
-
-#endif /* HCG_HAVE_PMIX */

@@ -20,14 +20,19 @@
 void hcgrt_prefix(hcg_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* ---- the PMIx back end (pmix.c) ---------------------------------------- */
+/* ---- the PMIx back end (pmix.c; pmix_abi.h says how PMIx is reached) --- */
 
 struct hcgrt_pmix; /* opaque: a connection to the PMIx server */
 
 /* 1 when the process environment says a PMIx server started us. */
 int hcgrt_pmix_present(void);
+/* HCG_OK when this process can call PMIx; else HCG_ENOTSUP and why: a
+ * build without PMIx, or (PMIx loaded at run time) no loadable
+ * libpmix.so.2. */
+int hcgrt_pmix_usable(hcg_error *err);
 /* Initializes PMIx (reference-counted by PMIx) and reads rank and job size.
- * HCG_EPMIX with PMIx's words on failure; HCG_ENOTSUP without PMIx. */
+ * HCG_EPMIX with PMIx's words on failure; HCG_ENOTSUP without PMIx (as
+ * hcgrt_pmix_usable). */
 int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
                     hcg_error *err);
 void hcgrt_pmix_close(struct hcgrt_pmix *px);

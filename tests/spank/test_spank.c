@@ -448,6 +448,7 @@ START_TEST(env_ownership) {
   ck_assert(hcgp_env_plugin_owned("HCG_"));
   ck_assert(!hcgp_env_plugin_owned("HCG_TIMEOUT=5"));
   ck_assert(!hcgp_env_plugin_owned("HCG_LIBRARY=/x"));
+  ck_assert(!hcgp_env_plugin_owned("HCG_PMIX_LIBRARY=/x/libpmix.so.2"));
   ck_assert(!hcgp_env_plugin_owned("HCG_TRACE"));
   ck_assert(!hcgp_env_plugin_owned("SLURM_HCG_STEP_LAYOUT=x"));
   ck_assert(!hcgp_env_plugin_owned("hcg_rank=1"));

@@ -7,10 +7,13 @@ Communicators are not bound (use hcg.torch, or libhcg's C API directly).
 
 The library is looked up, first match wins:
   1. $HCG_LIBRARY, a path (or a name dlopen understands);
-  2. "libhcg.so.1", the ABI this binding was written for, through the dynamic
-     loader's own search (LD_LIBRARY_PATH, the ld.so cache);
-  3. ctypes.util.find_library("hcg");
-  4. "libhcg.so" (a development install with only the unversioned link).
+  2. the libhcg.so.1 beside this file, which the wheel carries (setup.py
+     builds it from the same C sources, PMIx opened at run time);
+  3. "libhcg.so.1", the ABI this binding was written for, through the dynamic
+     loader's own search (LD_LIBRARY_PATH, the ld.so cache): the system's,
+     as Debian's python3-hcg uses;
+  4. ctypes.util.find_library("hcg");
+  5. "libhcg.so" (a development install with only the unversioned link).
 """
 
 from __future__ import annotations
@@ -217,7 +220,11 @@ def _candidates() -> List[str]:
         # An explicit choice is final: silently falling back to another copy
         # of the library would hide the mistake the variable was set to fix.
         return [override]
-    names = ["libhcg.so.1"]
+    names = []
+    own = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libhcg.so.1")
+    if os.path.exists(own):
+        names.append(own)
+    names.append("libhcg.so.1")
     found = ctypes.util.find_library("hcg")
     if found:
         names.append(found)
