@@ -22,7 +22,7 @@
 # step's time and its tests and skips, each skip's reason, and the disk
 # left; the exit status is 1 when any step failed. Every step is bounded
 # (HCG_STEP_LIMIT, default 1800 s), and so is each tier in a root
-# (HCG_TIER_LIMIT, default 1800 s).
+# (HCG_TIER_LIMIT, default 2400 s: the tiers share the machine).
 # Safe to run twice; builds go to build/, build-asan/ in the source tree
 # (in a root: in the root's copy of it).
 set -euo pipefail
@@ -41,7 +41,7 @@ logs=$src/build/test-all-logs
 mkdir -p "$logs"
 
 step_limit=${HCG_STEP_LIMIT:-1800}
-tier_limit=${HCG_TIER_LIMIT:-1800}
+tier_limit=${HCG_TIER_LIMIT:-2400}
 for v in "$step_limit" "$tier_limit"; do
   case $v in '' | *[!0-9]*)
     echo "test-all: HCG_STEP_LIMIT and HCG_TIER_LIMIT are seconds, got '$v'" >&2
