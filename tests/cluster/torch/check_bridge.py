@@ -2,7 +2,10 @@
 torch (gloo). Prints one line per check: "ok RANK WHAT [detail]" or
 "bad RANK WHAT: detail".
 
-    python3 check_bridge.py colocated      # forward, backward, cp control, oracle
+    python3 check_bridge.py colocated [SRC:DEST ...]
+                                           # forward, backward, cp control, oracle,
+                                           # per pair (default vision:llm); the
+                                           # lines of a pair start "ok RANK SRC>DEST"
     python3 check_bridge.py noncolocated   # leaders' hand-off, both ways
     python3 check_bridge.py bad            # bad input: hcg errors
 """
@@ -46,14 +49,21 @@ def report(rank, what, ok, detail=""):
           flush=True)
 
 
-def colocated(task):
+def colocated(task, pairs=("vision:llm",)):
+    for pair in pairs:
+        src, dest = pair.split(":")
+        colocated_pair(task, src, dest)
+
+
+def colocated_pair(task, src, dest):
     L, rank = task.layout, task.rank
-    br = ht.ColocatedBridge("vision", "llm")
+    br = ht.ColocatedBridge(src, dest)
     X = data()
-    s0, sn = rows_of(L, rank, "vision")
-    d0, dn = rows_of(L, rank, "llm")
-    c, C = cp_of(L, rank, "llm")
+    s0, sn = rows_of(L, rank, src)
+    d0, dn = rows_of(L, rank, dest)
+    c, C = cp_of(L, rank, dest)
     chunk = S // C
+    pair = "%s>%s " % (src, dest)
 
     def grad_for(y_rows):
         g = torch.zeros(dn, S, H, dtype=torch.float64)
@@ -71,15 +81,15 @@ def colocated(task):
         return fwd, bwd
 
     fwd, bwd = run("")
-    report(rank, "forward", fwd, "%s rows %d..%d" % (br.kind, d0, d0 + dn - 1))
-    report(rank, "backward", bwd, "cp %d of %d" % (c, C))
+    report(rank, pair + "forward", fwd, "%s rows %d..%d" % (br.kind, d0, d0 + dn - 1))
+    report(rank, pair + "backward", bwd, "cp %d of %d" % (c, C))
     if C > 1:
         saved, br._cp = br._cp, None  # the all-reduce removed: must fail
         _, bwd = run("control")
         br._cp = saved
         flags = torch.tensor([0.0 if bwd else 1.0])
         dist.all_reduce(flags)
-        report(rank, "control-without-cp-reduce-fails", flags.item() > 0)
+        report(rank, pair + "control-without-cp-reduce-fails", flags.item() > 0)
 
     # The oracle: two SGD steps through the bridge end with the encoder
     # weights of one process training on the whole batch.
@@ -98,8 +108,8 @@ def colocated(task):
                 p -= 0.1 * p.grad
                 p.grad = None
 
-    src_dp = ht.GroupFactory().group("vision:dp")
-    dest_dpcp = ht.GroupFactory().group("llm:dp,cp" if C > 1 else "llm:dp")
+    src_dp = ht.GroupFactory().group("%s:dp" % src)
+    dest_dpcp = ht.GroupFactory().group("%s:dp,cp" % dest if C > 1 else "%s:dp" % dest)
     W, w = W0.clone().requires_grad_(), w0.clone().requires_grad_()
     for _ in range(2):
         e = Xs[s0:s0 + sn] @ W.t()
@@ -114,7 +124,7 @@ def colocated(task):
                 p -= 0.1 * p.grad
                 p.grad = None
     diff = (W - ref_W).abs().max().item()
-    report(rank, "oracle", diff < 1e-6, "max encoder weight difference %.3g" % diff)
+    report(rank, pair + "oracle", diff < 1e-6, "max encoder weight difference %.3g" % diff)
 
 
 def noncolocated(task):
@@ -184,7 +194,10 @@ def bad(task):
 def main():
     mode = sys.argv[1]
     task = ht.init(backend="gloo", timeout=60)  # CPU tensors, also where CUDA is
-    {"colocated": colocated, "noncolocated": noncolocated, "bad": bad}[mode](task)
+    if mode == "colocated" and len(sys.argv) > 2:
+        colocated(task, sys.argv[2:])
+    else:
+        {"colocated": colocated, "noncolocated": noncolocated, "bad": bad}[mode](task)
     # Rank 0 hosts the store: it must not leave while a peer still
     # connects a group through it (seen on torch 2.11).
     dist.barrier()
