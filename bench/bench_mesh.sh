@@ -39,7 +39,7 @@ echo "runs: $RUNS per task count and way; host: $(nproc) CPUs, --overcommit, glo
 printf '%6s %10s %10s %10s %8s\n' tasks mesh hcg_s torch_s ratio
 for n in $COUNTS; do
   for mode in hcg torch; do : > "$TMP/$mode.$n"; done
-  for r in $(seq 1 "$RUNS"); do
+  for _ in $(seq 1 "$RUNS"); do
     for mode in hcg torch; do
       rdv=(--mpi=pmix)
       if [ "${CLUSTER_PMIX:-1}" = 0 ]; then
