@@ -14,6 +14,7 @@ every dim's groups with the world taking part. Rank 0 prints "time MODE
 SECONDS dims D", the slowest rank's time.
 """
 
+import os
 import sys
 import time
 
@@ -48,7 +49,11 @@ def main() -> int:
                                         "x".join(str(sizes[n]) for n in DIMS)),
               flush=True)
     dist.barrier()
-    return 0
+    # Leave without tearing torch's groups down: on torch 2.6, gloo groups
+    # freed at exit can abort the process (doc/torch.md, "Exiting
+    # promptly"); hcg keeps its own groups' backends, torch's own are not.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
