@@ -225,7 +225,43 @@ def check_node_local(rank: int, world: int, _arg: str) -> dict:
             "layout_domain": bare.domain_local}
 
 
-SCENARIOS = {"collections": check_collections,
+def check_mesh_outside(rank: int, world: int, layout: str) -> dict:
+    """hcg.torch.device_mesh with two grids side by side: a rank refused
+    the grid without it (MeshError, no group made), its own grid's mesh,
+    and bad input refused before any group is made."""
+    import torch.distributed as dist
+    import hcg.torch as ht
+
+    L = hcg.Layout(layout, world)
+    fac = ht.GroupFactory(L, timeout=60)
+    mine = [g.name for g in L.grids if g.contains(rank)][0]
+    other = [g.name for g in L.grids if not g.contains(rank)][0]
+    out = {"errors": {}}
+    for what, call in (
+            ("outside", lambda: ht.device_mesh(["tp"], grid=other, factory=fac)),
+            ("no dim", lambda: ht.device_mesh(["tp", "xx"], grid=mine, factory=fac)),
+            ("twice", lambda: ht.device_mesh(["tp", "tp"], grid=mine, factory=fac)),
+            ("flatten", lambda: ht.device_mesh(["dp", "tp"], grid=mine, factory=fac,
+                                               flatten={"x": ["tp", "dp"]})),
+            ("view", lambda: ht.device_mesh(["tp"], grid=mine, view="nope",
+                                            factory=fac)),
+            ("dims", lambda: ht.device_mesh("tp", grid=mine, factory=fac)),
+            ("factory", lambda: ht.device_mesh(["tp"], grid=mine, factory=3))):
+        try:
+            call()
+            out["errors"][what] = "no error"
+        except ValueError as exc:
+            out["errors"][what] = "%s %s: %s" % (
+                type(exc).__name__, getattr(exc, "name", "?"), exc)
+    out["made"] = fac.keys()
+    mesh = ht.device_mesh(["dp", "tp"], grid=mine, factory=fac)
+    out["mesh"] = mesh.mesh.tolist()
+    out["tp"] = dist.get_process_group_ranks(mesh["tp"].get_group())
+    out["want_tp"] = L.group_of_rank(L.request_dims(["tp"], mine), rank).members
+    return out
+
+
+SCENARIOS = {"collections": check_collections, "mesh_outside": check_mesh_outside,
              "collections_per_key": check_collections_per_key, "grid": check_grid,
              "errors": check_errors, "missing": check_missing,
              "node_local": check_node_local, "uneven": check_uneven,

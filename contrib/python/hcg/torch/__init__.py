@@ -12,6 +12,10 @@ clear message when PyTorch or torch.distributed is missing.
     dist.all_reduce(t, group=pgs.dp_cp)
     model = GPTModel(..., pg_collection=pgs.to_megatron())
 
+For PyTorch's own stack (FSDP2, DTensor, torchtitan):
+``hcg.torch.device_mesh`` is a ``DeviceMesh`` of hcg's groups, and
+``torchtitan_layout``/``torchtitan_meshes`` map torchtitan's degrees.
+
 For Megatron-LM: ``HyperCommGrid`` is its class, ``check_megatron_args``
 refuses arguments that disagree with the launcher's layout, and
 ``hcg.torch.megatron.create_topology`` is its MIMO topology.
@@ -25,12 +29,15 @@ from .collection import (ATTRIBUTES, GroupFactory, MultiModuleCollection,
                          ProcessGroups, new_collection, new_collections,
                          new_multimodule_collection)
 from .grid import HyperCommGrid
+from .mesh import DeviceMeshUnavailableError, MeshError, device_mesh
+from .titan import torchtitan_layout, torchtitan_meshes
 from .megatron import MegatronArgs, MegatronError, check_megatron_args, megatron_args
 from .rendezvous import init
 
-__all__ = ["ATTRIBUTES", "ColocatedBridge", "GroupFactory", "HyperCommGrid",
+__all__ = ["ATTRIBUTES", "ColocatedBridge", "DeviceMeshUnavailableError", "GroupFactory", "HyperCommGrid",
            "NonColocatedBridge",
            "MultiModuleCollection", "ProcessGroups", "TorchUnavailableError",
-           "init", "new_collection", "new_collections",
+           "MeshError", "device_mesh", "init", "new_collection", "new_collections",
            "new_multimodule_collection", "tcp_store",
+           "torchtitan_layout", "torchtitan_meshes",
            "MegatronArgs", "MegatronError", "check_megatron_args", "megatron_args"]

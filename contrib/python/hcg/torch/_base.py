@@ -193,6 +193,9 @@ class _State:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.store_addr: Optional[Tuple[str, int]] = None  # host, port
+        #: "hcg-SECRET/": the prefix of every key in the job's store, when
+        #: the secret came through PMIx (see rendezvous.py); never printed.
+        self.store_prefix: Optional[str] = None
         self.task: Any = None  # hcg.env.TaskEnv of init()
         self.backend: Optional[str] = None
         self.timeout: Optional[datetime.timedelta] = None

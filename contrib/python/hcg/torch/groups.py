@@ -304,6 +304,13 @@ def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, Any]:
     return _Build(d, way(d), order, rank).run()
 
 
+def _secret(d: Any, client: Any) -> Any:
+    """A client of the job's store, under the job's secret when it has one
+    (every key init() and the groups write is there)."""
+    prefix = STATE.store_prefix
+    return client if prefix is None else d.PrefixStore(prefix, client)
+
+
 class _Build:
     """One build() call: its store clients, the groups it finished, and
     what it tells the other members when one of its groups fails."""
@@ -327,8 +334,8 @@ class _Build:
             return self.c10d._get_default_store()
         if getattr(self.clients, "store", None) is None:
             try:
-                self.clients.store = tcp_store(self.base[0], self.base[1], None,
-                                               False, self.timeout)
+                self.clients.store = _secret(self.d, tcp_store(
+                    self.base[0], self.base[1], None, False, self.timeout))
             except Exception as exc:  # pylint: disable=broad-except
                 raise HcgError(Status.EIO, "cannot reach hcg.torch's store at "
                                "%s:%d (hosted by rank 0): %s"
@@ -341,8 +348,9 @@ class _Build:
         thread's client may be unusable."""
         try:
             client = (self.c10d._get_default_store() if self.base is None else
-                      tcp_store(self.base[0], self.base[1], None, False,
-                                datetime.timedelta(seconds=10)))
+                      _secret(self.d, tcp_store(self.base[0], self.base[1],
+                                                None, False,
+                                                datetime.timedelta(seconds=10))))
             return self.d.PrefixStore(prefix, client)
         except Exception:  # pylint: disable=broad-except
             return None

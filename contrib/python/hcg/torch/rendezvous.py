@@ -8,6 +8,17 @@ and its address reaches every task through one PMIx broadcast
 when set: MASTER_ADDR and MASTER_PORT name the store (MASTER_ADDR alone
 names the address rank 0 publishes, with a free port), and RANK and
 WORLD_SIZE must agree with the layout.
+
+The store listens on every interface without authentication, as
+torchrun's does. With the PMIx broadcast, rank 0 also draws a random
+secret (128 bits) and sends it beside the address; every key hcg.torch and
+torch write in the store (the ranks' meetings, the default group's and
+every group's rendezvous) is under it, so a process outside the job that
+reaches the port can neither name nor read nor forge any of them. The
+secret is kept in this process's memory only: never in the environment, a
+command line or a message. With MASTER_ADDR and MASTER_PORT set there is
+no broadcast, and so no secret: the keys are torchrun's, readable by anyone
+who reaches the port.
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ import ctypes
 import datetime
 import math
 import os
+import secrets
 import socket
 import time
 from typing import Any, Optional, Tuple
@@ -28,11 +40,18 @@ from ._base import (MAX_TIMEOUT_S, STATE, dist, keep_backends, tcp_store,
                     timeout_of)
 from ._meet import first_line
 
-#: Room for what rank 0 broadcasts: "ADDRESS:PORT", or its failure.
+#: Room for what rank 0 broadcasts: "SECRET ADDRESS:PORT", or its failure.
 _BCAST_BYTES = 2048
 #: What starts rank 0's failure in the broadcast, followed by "CODE MESSAGE"
-#: (an address never starts with it).
+#: (a secret never starts with it).
 _FAILED = "!hcg-failed "
+#: Bytes of randomness in the store's secret (128 bits).
+_SECRET_BYTES = 16
+
+
+def secret_prefix(secret: str) -> str:
+    """The store prefix every key of a job with this secret is under."""
+    return "hcg-%s/" % secret
 
 
 def _env_int(name: str) -> Optional[int]:
@@ -167,8 +186,9 @@ def _master_vars() -> Tuple[Optional[str], Optional[int]]:
 
 def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
            problem: Optional[HcgError], addr: Optional[str],
-           port: Optional[int]) -> Tuple[Any, str, int]:
-    """The job's store (rank 0 hosts it) and its address. Every rank gets
+           port: Optional[int]) -> Tuple[Any, str, int, Optional[str]]:
+    """The job's store (rank 0 hosts it), its address and the job's secret
+    (None when MASTER_ADDR and MASTER_PORT name the store: no broadcast). Every rank gets
     here, also one that already failed (``problem``), so that the
     broadcast, a collective step, completes: rank 0 publishes its failure
     there instead of an address, and every other rank raises a PeerError
@@ -180,9 +200,10 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
         if master:
             if problem is not None:
                 raise problem
-            return _server(addr, port, task.world_size, timeout), addr, port
+            return (_server(addr, port, task.world_size, timeout), addr, port,
+                    None)
         return (_client(addr, port, task.world_size, timeout, problem),
-                addr, port)
+                addr, port, None)
     store = None
     payload = b""
     if master:
@@ -190,7 +211,8 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
             try:
                 host = addr or _own_address()
                 store = _server(host, 0, task.world_size, timeout)
-                payload = ("%s:%d" % (host, store.port)).encode()
+                payload = ("%s %s:%d" % (secrets.token_hex(_SECRET_BYTES),
+                                         host, store.port)).encode()
             except HcgError as exc:
                 problem = exc
             except OSError as exc:  # no address of its own
@@ -214,13 +236,16 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
         raise PeerError(code_n, "hcg.torch.init: rank 0 failed before it "
                         "published the address of its store: %s: %s"
                         % (HcgError(code_n, "").name, reason), 0, reason)
-    host, _, text = got.rpartition(":")
-    if not host or not text.isdigit():
+    secret, _, address = got.partition(" ")
+    host, _, text = address.rpartition(":")
+    if len(secret) != 2 * _SECRET_BYTES or not host or not text.isdigit():
+        # Never quote what came: it may hold the secret.
         raise HcgError(Status.EPMIX, "rank 0 published no usable store "
-                       "address (got %r)" % got)
+                       "address (%d bytes that are not SECRET HOST:PORT)"
+                       % len(got))
     if store is None:
         store = _client(host, int(text), task.world_size, timeout, problem)
-    return store, host, int(text)
+    return store, host, int(text), secret
 
 
 #: How many times this process reached the job's store in init(): part of
@@ -239,7 +264,11 @@ def _start(d: Any, task: TaskEnv, backend: str, t: datetime.timedelta,
     except HcgError as exc:  # a MASTER_PORT that is no port
         addr, port = os.environ.get("MASTER_ADDR") or None, None
         problem = problem or exc
-    store, host, port = _store(task, t, deadline, problem, addr, port)
+    store, host, port, secret = _store(task, t, deadline, problem, addr, port)
+    STATE.store_prefix = None if secret is None else secret_prefix(secret)
+    if STATE.store_prefix is not None:
+        # Every key from here on, torch's own included, is under the secret.
+        store = d.PrefixStore(STATE.store_prefix, store)
     what = ("the default process group (%d ranks, store %s:%d)"
             % (task.world_size, host, port))
     meeting = d.PrefixStore("hcg/init/%d/" % _inits, store)
