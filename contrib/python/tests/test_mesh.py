@@ -13,7 +13,7 @@ import unittest
 import hcg
 import hcg.torch as ht
 
-from .test_torch import HAVE_TORCH, REQUIRE, run_job
+from test_torch import HAVE_TORCH, REQUIRE, run_job
 
 
 def _from_group() -> bool:
