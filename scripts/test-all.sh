@@ -239,8 +239,10 @@ root_tier_start() {
     bounded "$step_limit" scripts/tier.sh root "$t"
     root_rc=$? t1=$(date +%s)
     run_rc=1
-    [ "$root_rc" -ne 0 ] || bounded "$tier_limit" scripts/tier.sh run "$t"
-    [ "$root_rc" -ne 0 ] || run_rc=$?
+    if [ "$root_rc" -eq 0 ]; then
+      bounded "$tier_limit" scripts/tier.sh run "$t"
+      run_rc=$?
+    fi
     echo "$root_rc $((t1 - t0)) $run_rc $(($(date +%s) - t1))" >"$logs/tier-$t.status"
   ) >"$logs/tier-$t.log" 2>&1 &
   tier_pids+=("$!")
