@@ -123,8 +123,11 @@ if [ -n "$(dpkg --audit 2>/dev/null)" ]; then
     exit 1
   }
 fi
+# The package files this install downloads are removed once installed
+# (torch's alone are hundreds of MB): CI's disk also holds two roots.
 # shellcheck disable=SC2086
-apt-get $apt_lock install -y -q --no-install-recommends $missing || {
+apt-get $apt_lock -o APT::Keep-Downloaded-Packages=false \
+  install -y -q --no-install-recommends $missing || {
   echo "deps: 'apt-get install$missing' failed (see above)" >&2
   exit 1
 }

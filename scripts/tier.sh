@@ -109,6 +109,12 @@ EOF
 APT::Keep-Downloaded-Packages "false";
 EOF
   rm -f "$dir"/var/cache/apt/archives/*.deb
+  # Nor the packages' documentation and translations (200 MB a root).
+  cat >"$dir/etc/dpkg/dpkg.cfg.d/90hcg-no-docs" <<'EOF'
+# hcg's tiers: no package documentation or translations in a test root.
+path-exclude=/usr/share/doc/*
+path-exclude=/usr/share/locale/*
+EOF
   # No daemon may start while packages install (slurmd, munge): a root is
   # not a booted system.
   printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
