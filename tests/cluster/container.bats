@@ -147,12 +147,7 @@ print(hcg.Layout("tp=2,dp=*", 4).enumerate("dp"))'
   done
   "$ENTER" "$ROOT13" "$PY" -B "$CTIN/train_tiny.py" --reference > "$OUT/reference" 2> /dev/null
   [ "$(grep -c '^step' "$OUT/out.0")" -eq 5 ] || { show; false; }
-  awk '$1 != "step" { next }
-    NR == FNR { ref[$2] = $4; next }
-    { n++; if (!($2 in ref)) { print "step " $2 ": no reference"; bad = 1; next }
-      d = $4 - ref[$2]; if (d < 0) d = -d; r = d / ref[$2]
-      if (r > 1e-12) { print "step " $2 ": " $4 " vs " ref[$2]; bad = 1 } }
-    END { exit bad || n != 5 }' "$OUT/reference" "$OUT/out.0"
+  same_losses "$OUT/reference" "$OUT/out.0"
 }
 
 # What hcg.torch.init does to learn rank 0's address under srun --mpi=pmix

@@ -135,3 +135,16 @@ rendezvous() {
     MASTER_PORT=$(_cluster_free_port)
   fi
 }
+
+# same_losses REFERENCE OUT: the example's 5 loss lines in OUT equal those
+# of its one-process run in REFERENCE, step by step to 1e-12, matched by
+# step number: whatever else torch prints (its warnings, gloo's connection
+# lines) is not a step line.
+same_losses() {
+  awk '$1 != "step" { next }
+    NR == FNR { ref[$2] = $4; next }
+    { n++; if (!($2 in ref)) { print "step " $2 ": no reference"; bad = 1; next }
+      d = $4 - ref[$2]; if (d < 0) d = -d; r = d / ref[$2]
+      if (r > 1e-12) { print "step " $2 ": " $4 " vs " ref[$2]; bad = 1 } }
+    END { exit bad || n != 5 }' "$1" "$2"
+}

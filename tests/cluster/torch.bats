@@ -214,14 +214,7 @@ one_rank_fails() {
   "$PY" -B "$ex" --reference > "$OUT/reference" 2> /dev/null
   [ "$(grep -c '^step' "$OUT/out.0")" -eq 5 ] || { show; false; }
   [ "$(grep -c '^step' "$OUT/reference")" -eq 5 ] || { cat "$OUT/reference"; false; }
-  # Step by step, matched by number: whatever else torch prints (its
-  # warnings, gloo's connection lines) is not a step line.
-  awk '$1 != "step" { next }
-    NR == FNR { ref[$2] = $4; next }
-    { n++; if (!($2 in ref)) { print "step " $2 ": no reference"; bad = 1; next }
-      d = $4 - ref[$2]; if (d < 0) d = -d; r = d / ref[$2]
-      if (r > 1e-12) { print "step " $2 ": " $4 " vs " ref[$2]; bad = 1 } }
-    END { exit bad || n != 5 }' "$OUT/reference" "$OUT/out.0"
+  same_losses "$OUT/reference" "$OUT/out.0"
 }
 
 # The colocated bridges, every check on every rank of 8 (forward rows,

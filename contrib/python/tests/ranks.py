@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import json
 import multiprocessing
 import os
 import sys
 import tempfile
 import time
 import traceback
-from typing import Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 #: What the server imports before it forks (a module that is missing, as
 #: torch without torch, is left out by multiprocessing).
@@ -118,3 +119,25 @@ def run(module: str, argvs: List[Sequence[str]], env: Dict[str, str],
                     texts.append("")
             ranks.append(Rank(p.exitcode, texts[0], texts[1]))
         return ranks
+
+
+def results(done: List[Rank], err_tail: int) -> List[Dict[str, Any]]:
+    """The result each rank of a test worker printed last, as a line
+    ``RESULT {json}``, by rank.
+
+    Raises:
+        AssertionError: a rank printed no result (the end of its stderr,
+            ``err_tail`` characters, in the message), or its result holds
+            the exception that stopped it.
+    """
+    out = []
+    for r, rank in enumerate(done):
+        lines = [l for l in rank.out.splitlines() if l.startswith("RESULT ")]
+        if not lines:
+            raise AssertionError("rank %d printed no result (exit %d): %s"
+                                 % (r, rank.returncode, rank.err[-err_tail:]))
+        res = json.loads(lines[-1][7:])
+        if "exception" in res:
+            raise AssertionError("rank %d: %s" % (r, res["exception"]))
+        out.append(res)
+    return out

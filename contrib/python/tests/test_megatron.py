@@ -88,17 +88,7 @@ def run_job(scenario: str, world: int, arg: str = "", limit: int = 240) -> List[
         done = ranks.run("tests.megatron_worker",
                          [[scenario, str(r), str(world), store, arg] for r in range(world)],
                          env, parent, limit)
-    results = []
-    for r, rank in enumerate(done):
-        lines = [l for l in rank.out.splitlines() if l.startswith("RESULT ")]
-        if not lines:
-            raise AssertionError("rank %d printed no result (exit %d): %s"
-                                 % (r, rank.returncode, rank.err[-3000:]))
-        res = json.loads(lines[-1][7:])
-        if "exception" in res:
-            raise AssertionError("rank %d: %s" % (r, res["exception"]))
-        results.append(res)
-    return results
+    return ranks.results(done, 3000)
 
 
 def expected(layout: hcg.Layout, grid: str, view: str, dims: List[str],

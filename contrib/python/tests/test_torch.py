@@ -12,7 +12,6 @@ scripts/deps.sh gives torch), where they fail instead.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -80,17 +79,7 @@ def run_job(scenario: str, world: int, arg: str = "",
     done = ranks.run("tests.torch_worker",
                      [[scenario, str(r), str(world), str(port), arg] for r in range(world)],
                      env, here, limit)
-    results = []
-    for r, rank in enumerate(done):
-        lines = [l for l in rank.out.splitlines() if l.startswith("RESULT ")]
-        if not lines:
-            raise AssertionError("rank %d printed no result (exit %d): %s"
-                                 % (r, rank.returncode, rank.err[-2000:]))
-        res = json.loads(lines[-1][7:])
-        if "exception" in res:
-            raise AssertionError("rank %d: %s" % (r, res["exception"]))
-        results.append(res)
-    return results
+    return ranks.results(done, 2000)
 
 
 @unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
