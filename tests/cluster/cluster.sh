@@ -177,6 +177,26 @@ cluster_logs() {
   done >&2
 }
 
+# After a failed test: what the cluster was doing (the queue with its steps,
+# every job left, the end of every daemon's log), printed to stderr where
+# bats shows it with the failure; then every job left is cancelled so that
+# the next test starts on an idle cluster.
+cluster_after_failure() {
+  {
+    echo "===== squeue (jobs, then steps) ====="
+    squeue -a 2>&1
+    squeue -a -s 2>&1
+    local id
+    for id in $(squeue -h -a -o %i 2>/dev/null); do
+      echo "===== scontrol show job $id ====="
+      scontrol -d show job "$id" 2>&1
+    done
+  } >&2
+  cluster_logs
+  squeue -h -a -o %i 2>/dev/null | xargs -r scancel 2>/dev/null
+  cluster_wait_idle 30 || echo "cluster: not idle 30 s after the failed test" >&2
+}
+
 # Whether this Slurm ships topology/KIND (its plugin file is installed).
 cluster_has_topology() { # KIND
   local dir

@@ -38,6 +38,8 @@ setup() {
 # After every test: no node drained, whatever the test did.
 teardown() {
   [ -f "$BATS_FILE_TMPDIR/skip" ] && return 0
+  # This cluster's logs go with teardown_file: show them now.
+  [ -n "${BATS_TEST_COMPLETED:-}" ] || cluster_after_failure
   if sinfo -h -N -o '%N %T' | grep -i drain; then return 1; fi
 }
 
