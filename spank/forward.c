@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h" /* hcg__fail: the core's error filler */
+#include "core/fail.h"
 #include "forward.h"
 
 int hcgp_forward_encode(uint32_t job, uint32_t step, const char *language,

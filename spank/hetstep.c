@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h" /* hcg__fail: the core's error filler */
+#include "core/fail.h"
 #include "hetstep.h"
 
 #define HET_TAG HCGP_FORWARD_MAGIC ":het:"

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fail.h"
 #include "hcg.h"
 
 #define HCG_NAME_BUF (HCG_MAX_NAME + 1)
@@ -64,11 +65,6 @@ struct hcg_source {
 };
 
 /* ---- error.c / text.c -------------------------------------------------- */
-
-/* Fills err (if not NULL) with code and a printf-style message; returns code.
- */
-int hcg__fail(hcg_error *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* Same, for a place in the source: prefixes "layout: [line L, ]column C: "
  * and appends the offending line and a caret. */

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/internal.h" /* hcg__fail: the core's error filler */
+#include "core/fail.h"
 #include "hcg.h"
 
 /* ---- errors ------------------------------------------------------------ */
