@@ -15,8 +15,8 @@
  *   slurmstepd.c  slurmstepd: set each task's HCG_* variables
  *   option.c      --hcg-layout, --hcg-placement: registration, callbacks
  *   het.c         heterogeneous steps, in srun and slurmstepd
- *   stepd_placement.c  slurmstepd: the placement check of the node
- *   stepd_domains.c    slurmstepd: the step's NVLink domains, learnt once
+ *   placement_slurm.c  slurmstepd: the placement check of the node
+ *   domains_slurm.c    slurmstepd: the step's NVLink domains, learnt once
  *   load.c        plugstack.conf arguments and the layout, as read by srun,
  *                 sbatch and salloc
  *   state.c       the process's state
@@ -88,7 +88,7 @@ struct hcgp_state {
   int placement;
   int placement_bad; /* a value other than warn or refuse reached us */
 
-  /* slurmstepd: the step's NVLink domains, learnt once (stepd_domains.c). */
+  /* slurmstepd: the step's NVLink domains, learnt once (domains_slurm.c). */
   int domains_learnt;
   struct hcgp_domains domains;
 };
@@ -163,18 +163,18 @@ int hcgp_slurmstepd_task_init(spank_t sp);
  * step's domains for them. Never fails. */
 int hcgp_slurmstepd_user_init(spank_t sp);
 
-/* ---- stepd_placement.c ------------------------------------------------- */
+/* ---- placement_slurm.c ------------------------------------------------- */
 struct hcgp_task;
 /* The policy in force: --hcg-placement, else plugstack placement=. */
 int hcgp_placement_policy(void);
-/* The placement check of a task (see stepd_placement.c): 0 to go on, 1
+/* The placement check of a task (see placement_slurm.c): 0 to go on, 1
  * when the policy refuses the step (explained), -1 on an error (logged). */
 int hcgp_stepd_placement(spank_t sp, const hcg_layout *L,
                          const struct hcgp_task *t);
 /* The node's tasks by global id (malloc'd); NULL when Slurm does not say. */
 int *hcgp_local_tasks(spank_t sp, int *n);
 
-/* ---- stepd_domains.c ---------------------------------------------------- */
+/* ---- domains_slurm.c ---------------------------------------------------- */
 /* The step's NVLink domains (domains.h), learnt on the first call. */
 const struct hcgp_domains *hcgp_stepd_domains(spank_t sp, const int *local,
                                               int nlocal);

@@ -1,5 +1,5 @@
 /*
- * load.c - what srun, sbatch and salloc read: the plugstack.conf arguments
+ * layout.c - what srun, sbatch and salloc read: the plugstack.conf arguments
  * and the layout of --hcg-layout.
  *
  * srun, sbatch and salloc run as the user, so reading @PATH here reads

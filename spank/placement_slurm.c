@@ -1,10 +1,10 @@
 /*
- * stepd_placement.c - slurmstepd: the placement check of a task's node
+ * placement_slurm.c - slurmstepd: the placement check of a task's node
  * (placement.h), answered with Slurm's local task ids, and what the policy
  * does with it: each task gets HCG_<GRID>[_<VIEW>]_<DIM>_LOCAL=1|0, the
  * node's first task prints the step's one line, and under refuse every
  * task of a node that sees a crossing group fails before the program runs.
- * Where the step's NVLink domains are known (stepd_domains.c), the same
+ * Where the step's NVLink domains are known (domains_slurm.c), the same
  * for the domain list: HCG_..._DOMAIN_LOCAL=1|0 and a line of its own,
  * with a suggestion; where they cannot be learnt, one line says why.
  *

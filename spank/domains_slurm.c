@@ -1,5 +1,5 @@
 /*
- * stepd_domains.c - slurmstepd: what the step's NVLink domains are learnt
+ * domains_slurm.c - slurmstepd: what the step's NVLink domains are learnt
  * from (domains.h), read once per step on each node and kept for its tasks.
  *
  * Once per step: slurm_spank_user_init runs in slurmstepd, as the user,

@@ -1,5 +1,5 @@
 /*
- * het.c - heterogeneous steps in srun and slurmstepd: the Slurm side of
+ * hetstep_slurm.c - heterogeneous steps in srun and slurmstepd: the Slurm side of
  * hetstep.h, called from srun.c and slurmstepd.c.
  */
 #include <errno.h>
