@@ -34,8 +34,12 @@
  * which the pure parts follow too; its caller on the Slurm side logs the
  * error. Every other function that can fail, the entry points included,
  * returns 0, or -1 once it has logged why: Slurm's convention, so that a
- * failure is passed on with a plain `return -1` and said exactly once. The
- * one three-way answer, the placement check's, is an enum.
+ * failure is passed on with a plain `return -1` and said exactly once. A
+ * callback handed to the core or to a pure part returns what its type asks
+ * (hcg_env_fn: HCG_OK or an HCG_E* code); one that logs its own failure
+ * says so in its state (struct hcgp_setter), so that its caller does not
+ * log a second, vaguer line. The one three-way answer, the placement
+ * check's, is an enum.
  */
 #ifndef HCGP_PLUGIN_H
 #define HCGP_PLUGIN_H
