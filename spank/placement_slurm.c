@@ -82,7 +82,8 @@ static void say(int policy, const char *line) {
 }
 
 /* The domain level: variables, the node's check, and the step's line from
- * the node that speaks. */
+ * the node that speaks. HCGP_TASK_FAILED here is not logged yet: the
+ * caller says it and applies the policy. */
 static enum hcgp_task_verdict domain_level(spank_t sp, const hcg_layout *L,
                                            const struct hcgp_task *t,
                                            const struct hcgp_domains *dom,
