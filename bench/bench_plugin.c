@@ -11,7 +11,7 @@
  * same way: its slurmstepd parses srun's text, checks the components and
  * then does the plain step's work.
  * Then the placement check of a task's node (spank/placement.c and the
- * core's hcg_rank_placement, as stepd_placement.c calls them) at 8 local
+ * core's hcg_rank_placement, as placement_slurm.c calls them) at 8 local
  * tasks: the per-task cost of the check, O(local tasks x group size).
  */
 #include <stdint.h>
@@ -117,7 +117,7 @@ static hcg_layout *parse(const char *text, int world) {
   return L;
 }
 
-/* ---- the placement check (spank/stepd_placement.c) ---------------------- */
+/* ---- the placement check (spank/placement_slurm.c) ---------------------- */
 
 /* A node of LOCAL consecutive tasks; like Slurm's S_JOB_GLOBAL_TO_LOCAL_ID,
  * a lookup scans the node's task list. */
@@ -134,7 +134,7 @@ static int on_node(void *arg, int rank) {
 }
 
 /* Per task: its own HCG_*_LOCAL variables, then the node-wide check over
- * all LOCAL tasks, as stepd_placement.c does (the layout is parsed once
+ * all LOCAL tasks, as placement_slurm.c does (the layout is parsed once
  * here; the plugin parses it once per task, timed by the table above). */
 static int bench_placement(void) {
   static const struct layout_case cases[] = {

@@ -17,10 +17,14 @@
 
 #include "plugin.h"
 
+int hcgp_alloc_init(spank_t sp, int ac, char **av) {
+  return hcgp_option_init(sp, ac, av);
+}
+
 int hcgp_alloc_post_opt(spank_t sp) {
   if (!hcgp_option_active())
     return 0;
-  if (hcgp_load_layout())
+  if (hcgp_layout_load())
     return -1;
   if (hcgp_state.value[0] != '@')
     return 0;
@@ -31,13 +35,13 @@ int hcgp_alloc_post_opt(spank_t sp) {
   spank_err_t rc =
       spank_job_control_setenv(sp, HCGP_OPTION_ENV, hcgp_state.text, 1);
   if (rc != ESPANK_SUCCESS) {
-    slurm_error(HCGP_LOG_PREFIX "cannot pass the layout to the job: %s",
-                spank_strerror(rc));
+    hcgp_log(HCGP_LOG_ERROR, "cannot pass the layout to the job: %s",
+             spank_strerror(rc));
     return -1;
   }
   if (setenv(HCGP_OPTION_ENV, hcgp_state.text, 1) != 0) {
-    slurm_error(HCGP_LOG_PREFIX "cannot pass the layout to the job: %s",
-                strerror(errno));
+    hcgp_log(HCGP_LOG_ERROR, "cannot pass the layout to the job: %s",
+             strerror(errno));
     return -1;
   }
   return 0;

@@ -2,7 +2,7 @@
  * domains.h - the NVLink domains of a step's nodes, and where each task of
  * the step runs, as slurmstepd learns them. Pure C (no Slurm), so that the
  * unit tests, the fuzz target and the plugin run the same code;
- * stepd_domains.c gathers what it reads from Slurm.
+ * domains_slurm.c gathers what it reads from Slurm.
  *
  * A node's slurmstepd knows its own tasks and its own topology address
  * (SLURM_TOPOLOGY_ADDR, set by slurmstepd itself from slurmd's topology
@@ -77,7 +77,7 @@ int hcgp_step_node(const struct hcgp_step *s, int rank);
 
 enum hcgp_topo { HCGP_TOPO_BLOCK = 1, HCGP_TOPO_TREE = 2 };
 
-/* What slurmstepd read (stepd_domains.c); NULL for what is not set. */
+/* What slurmstepd read (domains_slurm.c); NULL for what is not set. */
 struct hcgp_domain_input {
   const char *pattern, *addr; /* SLURM_TOPOLOGY_ADDR_PATTERN, _ADDR    */
   const char *nodelist;       /* SLURM_STEP_NODELIST                   */

@@ -98,9 +98,10 @@ static int placement_cb(int val, const char *arg, int remote) {
   hcgp_state.placement_bad = p < 0;
   hcgp_state.placement = p < 0 ? HCGP_PLACEMENT_WARN : p;
   if (p < 0 && !remote) {
-    slurm_error(HCGP_LOG_PREFIX "--hcg-placement=%.40s: the value must be "
-                                "warn or refuse",
-                arg ? arg : "");
+    hcgp_log(HCGP_LOG_ERROR,
+             "--hcg-placement=%.40s: the value must be "
+             "warn or refuse",
+             arg ? arg : "");
     return -1;
   }
   return 0;
@@ -116,15 +117,22 @@ static struct spank_option placement_option = {
     0,
     placement_cb};
 
+int hcgp_option_init(spank_t sp, int ac, char **av) {
+  hcgp_args_load(ac, av, 1, NULL);
+  if (hcgp_state.args_bad)
+    return -1;
+  return hcgp_option_register(sp);
+}
+
 int hcgp_option_register(spank_t sp) {
   spank_err_t rc = spank_option_register(sp, &placement_option);
   if (rc != ESPANK_SUCCESS)
-    slurm_error(HCGP_LOG_PREFIX "cannot register --hcg-placement: %s",
-                spank_strerror(rc));
+    hcgp_log(HCGP_LOG_ERROR, "cannot register --hcg-placement: %s",
+             spank_strerror(rc));
   rc = spank_option_register(sp, &option);
   if (rc != ESPANK_SUCCESS) {
-    slurm_error(HCGP_LOG_PREFIX "cannot register --%s: %s", HCGP_OPTION_NAME,
-                spank_strerror(rc));
+    hcgp_log(HCGP_LOG_ERROR, "cannot register --%s: %s", HCGP_OPTION_NAME,
+             spank_strerror(rc));
     return -1;
   }
   hcgp_state.registered = 1;
@@ -139,38 +147,40 @@ int hcgp_option_active(void) {
 
 int hcgp_option_check(void) {
   if (hcgp_state.conflict) {
-    slurm_error(HCGP_LOG_PREFIX "--%s is given twice with different values "
-                                "('%.60s%s' and '%.60s%s'); give it once",
-                HCGP_OPTION_NAME, hcgp_state.value ? hcgp_state.value : "...",
-                hcgp_state.value && hcgp_state.value_len > 60 ? "..." : "",
-                hcgp_state.conflict_value ? hcgp_state.conflict_value : "...",
-                hcgp_state.conflict_value &&
-                        strlen(hcgp_state.conflict_value) > 60
-                    ? "..."
-                    : "");
+    hcgp_log(HCGP_LOG_ERROR,
+             "--%s is given twice with different values "
+             "('%.60s%s' and '%.60s%s'); give it once",
+             HCGP_OPTION_NAME, hcgp_state.value ? hcgp_state.value : "...",
+             hcgp_state.value && hcgp_state.value_len > 60 ? "..." : "",
+             hcgp_state.conflict_value ? hcgp_state.conflict_value : "...",
+             hcgp_state.conflict_value && strlen(hcgp_state.conflict_value) > 60
+                 ? "..."
+                 : "");
     return -1;
   }
   size_t max = hcgp_state.args.max_layout_bytes;
   if (hcgp_state.value && hcgp_state.value[0] == '@') {
     /* A path: the file's size is checked when it is read. */
     if (hcgp_state.value_len > 4096) {
-      slurm_error(HCGP_LOG_PREFIX "--%s=@PATH: the path is %zu bytes long",
-                  HCGP_OPTION_NAME, hcgp_state.value_len - 1);
+      hcgp_log(HCGP_LOG_ERROR, "--%s=@PATH: the path is %zu bytes long",
+               HCGP_OPTION_NAME, hcgp_state.value_len - 1);
       return -1;
     }
     return 0;
   }
   if (!hcgp_state.value || hcgp_state.value_len > max) {
     if (hcgp_state.value_len > HCGP_OPTION_CAP)
-      slurm_error(HCGP_LOG_PREFIX "the layout given to --%s is more than %u "
-                                  "bytes; the limit is %zu bytes "
-                                  "(max_layout_bytes in plugstack.conf)",
-                  HCGP_OPTION_NAME, HCGP_OPTION_CAP, max);
+      hcgp_log(HCGP_LOG_ERROR,
+               "the layout given to --%s is more than %u "
+               "bytes; the limit is %zu bytes "
+               "(max_layout_bytes in plugstack.conf)",
+               HCGP_OPTION_NAME, HCGP_OPTION_CAP, max);
     else
-      slurm_error(HCGP_LOG_PREFIX "the layout given to --%s is %zu bytes; the "
-                                  "limit is %zu bytes (max_layout_bytes in "
-                                  "plugstack.conf)",
-                  HCGP_OPTION_NAME, hcgp_state.value_len, max);
+      hcgp_log(HCGP_LOG_ERROR,
+               "the layout given to --%s is %zu bytes; the "
+               "limit is %zu bytes (max_layout_bytes in "
+               "plugstack.conf)",
+               HCGP_OPTION_NAME, hcgp_state.value_len, max);
     return -1;
   }
   return 0;

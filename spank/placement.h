@@ -1,7 +1,7 @@
 /*
  * placement.h - the placement check of one node, as slurmstepd runs it.
  * Pure C (no Slurm), so that the unit tests and the benchmark run the
- * plugin's own code; stepd_placement.c answers its questions with SPANK.
+ * plugin's own code; placement_slurm.c answers its questions with SPANK.
  *
  * A node knows only its own tasks: Slurm tells slurmstepd the global ids of
  * the node's tasks (S_JOB_LOCAL_TO_GLOBAL_ID) and whether a global id is

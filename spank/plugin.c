@@ -21,7 +21,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
   case S_CTX_LOCAL: /* srun */
     return hcgp_srun_init(sp, ac, av);
   case S_CTX_ALLOCATOR: /* sbatch, salloc */
-    return hcgp_load_init(sp, ac, av);
+    return hcgp_alloc_init(sp, ac, av);
   case S_CTX_REMOTE:
     return hcgp_slurmstepd_init(sp, ac, av);
   case S_CTX_SLURMD:

@@ -8,6 +8,6 @@
 
 int hcgp_slurmd_init(spank_t sp, int ac, char **av) {
   (void)sp;
-  hcgp_load_args(ac, av, 0, "by slurmd");
+  hcgp_args_load(ac, av, 0, "by slurmd");
   return 0;
 }

@@ -3,7 +3,6 @@
  * task starts, and hand the canonical text to slurmstepd (see forward.h,
  * also for how a layout that does not fit is refused).
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,38 +38,31 @@ int hcgp_srun_init(spank_t sp, int ac, char **av) {
    * This decides how a layout that does not fit is refused (forward.h). */
   hcgp_state.srun_allocates =
       !getenv("SLURM_JOB_ID") && !getenv("SLURM_JOBID") && !cmdline_attaches();
-  return hcgp_load_init(sp, ac, av);
+  return hcgp_option_init(sp, ac, av);
 }
 
 /* Options are complete: read @PATH and check the syntax now, before srun
  * asks for an allocation. The task count comes later. */
 int hcgp_srun_post_opt(spank_t sp) {
   (void)sp;
-  return hcgp_load_layout() ? -1 : hcgp_het_post_opt();
+  return hcgp_layout_load() ? -1 : hcgp_het_post_opt();
 }
 
 /* Refuses the step whose layout does not fit, its reason printed: the
  * tasks will fail in task_init, and srun fails now if it made the job's
  * allocation (forward.h). */
 static int refuse(uint32_t job, uint32_t step) {
-  char *value = NULL;
-  hcg_error err = HCG_ERROR_INIT;
-  if (hcgp_forward_refuse(job, step, &value, &err)) {
-    hcgp_log_hcg_error(&err);
+  if (hcgp_forward_set_refusal(job, step))
     return -1;
-  }
-  /* Without the variable slurmstepd refuses the tasks as well. */
-  (void)setenv(HCGP_FORWARD_ENV, value, 1);
-  free(value);
   return hcgp_state.srun_allocates ? -1 : 0;
 }
 
 int hcgp_srun_user_init(spank_t sp) {
-  if (hcgp_het_srun(sp))
+  if (hcgp_het_srun_defers(sp))
     return 0; /* a heterogeneous step: see hetstep.h */
   /* A value inherited from an outer hcg step must never reach this step's
    * tasks, whatever happens next. */
-  unsetenv(HCGP_FORWARD_ENV);
+  hcgp_forward_unset();
   if (!hcgp_option_active())
     return 0;
 
@@ -78,31 +70,35 @@ int hcgp_srun_user_init(spank_t sp) {
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
     /* Cannot even name the step: failing is the only option left. */
-    hcgp_log_error("srun did not tell the job step; cannot forward the layout");
+    hcgp_log(HCGP_LOG_ERROR,
+             "srun did not tell the job step; cannot forward the layout");
     return -1;
   }
-  if (!hcgp_state.loaded && hcgp_load_layout())
+  if (!hcgp_state.loaded && hcgp_layout_load())
     return refuse(job, step);
   if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &world) != ESPANK_SUCCESS ||
       world == 0) {
-    hcgp_log_error("srun did not tell the step's task count; cannot check the "
-                   "layout, no task will run");
+    hcgp_log(HCGP_LOG_ERROR,
+             "srun did not tell the step's task count; cannot check the "
+             "layout, no task will run");
     return refuse(job, step);
   }
   if (world > HCG_MAX_WORLD) {
-    slurm_error(HCGP_LOG_PREFIX "the step has %" PRIu32 " tasks; a layout "
-                                "describes at most %d; no task will run",
-                world, HCG_MAX_WORLD);
+    hcgp_log(HCGP_LOG_ERROR,
+             "the step has %" PRIu32 " tasks; a layout describes at most %d; "
+             "no task will run",
+             world, HCG_MAX_WORLD);
     return refuse(job, step);
   }
 
   hcg_layout *layout = NULL;
   hcg_error err = HCG_ERROR_INIT;
-  if (hcgp_load_parse((int)world, &layout, &err)) {
-    hcgp_log_layout_error(&err);
-    slurm_error(HCGP_LOG_PREFIX "the layout does not fit this step of %" PRIu32
-                                " task%s; no task will run",
-                world, world == 1 ? "" : "s");
+  if (hcgp_layout_parse((int)world, &layout, &err)) {
+    hcgp_layout_log_error(&err);
+    hcgp_log(HCGP_LOG_ERROR,
+             "the layout does not fit this step of %" PRIu32
+             " task%s; no task will run",
+             world, world == 1 ? "" : "s");
     return refuse(job, step);
   }
 
@@ -110,31 +106,21 @@ int hcgp_srun_user_init(spank_t sp) {
    * the user's input length), so srun refuses here what it would refuse. */
   size_t clen = strlen(hcg_layout_text(layout));
   if (clen > hcgp_state.args.max_layout_bytes) {
-    slurm_error(HCGP_LOG_PREFIX "the layout spelled out in full (every offset "
-                                "and size explicit) is %zu bytes, longer than "
-                                "this site's max_layout_bytes=%zu; no task "
-                                "will run",
-                clen, hcgp_state.args.max_layout_bytes);
+    hcgp_log(HCGP_LOG_ERROR,
+             "the layout spelled out in full (every offset and size explicit) "
+             "is %zu bytes, longer than this site's max_layout_bytes=%zu; "
+             "no task will run",
+             clen, hcgp_state.args.max_layout_bytes);
     hcg_layout_free(layout);
     return refuse(job, step);
   }
-  char *value = NULL;
-  const char *language = hcg_grid_name(layout, hcg_layout_language(layout));
-  int rc = hcgp_forward_encode(job, step, language, hcg_layout_text(layout),
-                               &value, &err);
-  if (rc) {
-    hcgp_log_hcg_error(&err);
+  int rc = 0;
+  if (hcgp_forward_set(job, step, layout))
     rc = refuse(job, step);
-  } else if (setenv(HCGP_FORWARD_ENV, value, 1) != 0) {
-    slurm_error(HCGP_LOG_PREFIX "cannot set %s: %s; no task will run",
-                HCGP_FORWARD_ENV, strerror(errno));
-    rc = refuse(job, step);
-  } else {
-    slurm_verbose(HCGP_LOG_PREFIX "step %" PRIu32 ".%" PRIu32 ", %" PRIu32
-                                  " tasks: %s",
-                  job, step, world, hcg_layout_text(layout));
-  }
-  free(value);
+  else
+    hcgp_log(HCGP_LOG_VERBOSE,
+             "step %" PRIu32 ".%" PRIu32 ", %" PRIu32 " tasks: %s", job, step,
+             world, hcg_layout_text(layout));
   hcg_layout_free(layout);
   return rc;
 }

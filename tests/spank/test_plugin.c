@@ -32,10 +32,11 @@ static struct {
   spank_context_t ctx;
   struct spank_option *opt;
   uint32_t job, step, world, rank;
-  int item_fails;        /* spank_get_item fails for S_JOB_TOTAL_TASK_COUNT */
-  char *env[64];         /* the remote task's environment */
-  char control[1 << 17]; /* last spank_job_control_setenv value */
-  char log[1 << 15];     /* everything logged, one message per line */
+  int item_fails;         /* spank_get_item fails for S_JOB_TOTAL_TASK_COUNT */
+  const char *unsettable; /* spank_setenv fails for this name */
+  char *env[64];          /* the remote task's environment */
+  char control[1 << 17];  /* last spank_job_control_setenv value */
+  char log[1 << 15];      /* everything logged, one message per line */
 } host;
 
 static void reset_host(spank_context_t ctx) {
@@ -197,6 +198,8 @@ spank_err_t spank_setenv(spank_t s, const char *var, const char *val,
     return ESPANK_NOT_REMOTE;
   if (!overwrite && task_env(var))
     return ESPANK_ENV_EXISTS;
+  if (host.unsettable && !strcmp(var, host.unsettable))
+    return ESPANK_ERROR;
   task_env_set(var, val);
   return ESPANK_SUCCESS;
 }
@@ -901,6 +904,53 @@ START_TEST(task_of_heterogeneous_step) {
 }
 END_TEST
 
+/* Lines of the log that start with `prefix`. */
+static int log_lines(const char *prefix) {
+  int n = 0;
+  for (const char *l = host.log; *l; l = strchr(l, '\n') + 1) {
+    n += !strncmp(l, prefix, strlen(prefix));
+    if (!strchr(l, '\n'))
+      break;
+  }
+  return n;
+}
+
+/* A variable the task cannot get: the plugin says which, once, and the
+ * task does not start. A placement variable fails the task only under
+ * placement=refuse; under warn the step goes on. */
+static void task_with_failing_setenv(const char *args, const char *name) {
+  ck_assert_int_eq(start(S_CTX_REMOTE, args), 0);
+  host.rank = 1;
+  host.world = 2;
+  option("tp=2");
+  task_env_set(FWD, "hcg1:7.3:world:world@0:tp=2");
+  host.unsettable = name;
+}
+
+START_TEST(task_variable_cannot_be_set) {
+  task_with_failing_setenv(NULL, "HCG_WORLD_TP_RANK");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("error: hcg: cannot set HCG_WORLD_TP_RANK for the task: fake "
+             "spank error\n");
+  ck_assert_int_eq(log_lines("error: "), 1);
+  stop();
+
+  task_with_failing_setenv(NULL, "HCG_WORLD_TP_LOCAL");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+  expect_log("error: hcg: cannot set HCG_WORLD_TP_LOCAL for the task: fake "
+             "spank error\nerror: hcg: the placement check failed\n");
+  ck_assert_int_eq(log_lines("error: "), 2);
+  stop();
+
+  task_with_failing_setenv("placement=refuse", "HCG_WORLD_TP_LOCAL");
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("error: hcg: cannot set HCG_WORLD_TP_LOCAL for the task: fake "
+             "spank error\nerror: hcg: the placement check failed\n");
+  ck_assert_int_eq(log_lines("error: "), 2);
+  stop();
+}
+END_TEST
+
 START_TEST(task_forwarded_value_too_long) {
   remote_task("tp=4", 0);
   size_t n = 200000;
@@ -973,6 +1023,7 @@ static Suite *suite(void) {
   tcase_add_test(t, task_without_option);
   tcase_add_test(t, task_stale_variables_removed);
   tcase_add_test(t, task_refusals);
+  tcase_add_test(t, task_variable_cannot_be_set);
   tcase_add_test(t, task_forwarded_value_too_long);
   tcase_add_test(t, user_init_never_fails);
   suite_add_tcase(s, t);

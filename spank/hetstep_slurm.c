@@ -1,6 +1,6 @@
 /*
- * het.c - heterogeneous steps in srun and slurmstepd: the Slurm side of
- * hetstep.h, called from srun.c and slurmstepd.c.
+ * hetstep_slurm.c - heterogeneous steps in srun and slurmstepd: the Slurm
+ * side of hetstep.h, called from srun.c and slurmstepd.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,7 +25,7 @@ int hcgp_het_post_opt(void) {
   if (calls < HCGP_HET_COMPONENTS)
     return 0;
   /* Never let an outer step's value reach a component. */
-  unsetenv(HCGP_FORWARD_ENV);
+  hcgp_forward_unset();
   /* The first call loaded the layout before this component's options were
    * read: a different value given here is seen only now. */
   if (hcgp_state.given && hcgp_option_check())
@@ -38,15 +38,15 @@ int hcgp_het_post_opt(void) {
   if (rc)
     hcgp_log_hcg_error(&err);
   else if (setenv(HCGP_FORWARD_ENV, value, 1) != 0) {
-    slurm_error(HCGP_LOG_PREFIX "cannot set %s: %s", HCGP_FORWARD_ENV,
-                strerror(errno));
+    hcgp_log(HCGP_LOG_ERROR, "cannot set %s: %s", HCGP_FORWARD_ENV,
+             strerror(errno));
     rc = -1;
   }
   free(value);
   return rc ? -1 : 0;
 }
 
-int hcgp_het_srun(spank_t sp) {
+int hcgp_het_srun_defers(spank_t sp) {
   uint32_t world = 0;
   if (!hcgp_option_active() ||
       spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &world) != ESPANK_SUCCESS ||
@@ -56,8 +56,8 @@ int hcgp_het_srun(spank_t sp) {
    * and what it sets in the environment reaches some components and not
    * others: so nothing is set or removed here. Every component's
    * slurmstepd checks the whole step before its tasks run. */
-  slurm_verbose(HCGP_LOG_PREFIX "heterogeneous step: the layout is checked "
-                                "by each component's slurmstepd");
+  hcgp_log(HCGP_LOG_VERBOSE, "heterogeneous step: the layout is checked "
+                             "by each component's slurmstepd");
   return 1;
 }
 
@@ -68,8 +68,8 @@ static const char *task_var(spank_t sp, const char *name, char *buf,
 }
 
 int hcgp_het_task_init(spank_t sp, const char *forwarded,
-                       const struct hcgp_task *task, hcgp_task_setenv_fn fn,
-                       void *arg) {
+                       const struct hcgp_task *task,
+                       struct hcgp_setter *setter) {
   char procid[32], ntasks[32], het_size[32];
   struct hcgp_het_task t = {
       *task, task_var(sp, "SLURM_PROCID", procid, sizeof procid),
@@ -77,12 +77,13 @@ int hcgp_het_task_init(spank_t sp, const char *forwarded,
       task_var(sp, "SLURM_HET_SIZE", het_size, sizeof het_size)};
   hcg_error err = HCG_ERROR_INIT;
   int first = 0;
-  int rc = hcgp_het_task_env(forwarded, strlen(forwarded), &t, fn, arg, &first,
-                             &err);
+  int rc = hcgp_het_task_env(forwarded, strlen(forwarded), &t, hcgp_setter_set,
+                             setter, &first, &err);
   /* Every component refuses on its own, so each says why once: the
-   * reasons may differ between nodes (their plugstack.conf). */
-  if (rc > 0 && first)
-    slurm_error(HCGP_LOG_PREFIX "no task of this component runs: %s",
-                err.message[0] ? err.message : hcg_strerror(rc));
+   * reasons may differ between nodes (their plugstack.conf). A variable
+   * that could not be set was logged by the setter. */
+  if (rc && !setter->failed && first)
+    hcgp_log(HCGP_LOG_ERROR, "no task of this component runs: %s",
+             err.message[0] ? err.message : hcg_strerror(rc));
   return rc ? -1 : 0;
 }

@@ -1,10 +1,10 @@
 /*
- * stepd_placement.c - slurmstepd: the placement check of a task's node
+ * placement_slurm.c - slurmstepd: the placement check of a task's node
  * (placement.h), answered with Slurm's local task ids, and what the policy
  * does with it: each task gets HCG_<GRID>[_<VIEW>]_<DIM>_LOCAL=1|0, the
  * node's first task prints the step's one line, and under refuse every
  * task of a node that sees a crossing group fails before the program runs.
- * Where the step's NVLink domains are known (stepd_domains.c), the same
+ * Where the step's NVLink domains are known (domains_slurm.c), the same
  * for the domain list: HCG_..._DOMAIN_LOCAL=1|0 and a line of its own,
  * with a suggestion; where they cannot be learnt, one line says why.
  *
@@ -31,16 +31,6 @@ static int on_this_node(void *arg, int rank) {
                                      (uint32_t)rank, &lid) == ESPANK_SUCCESS
              ? 0
              : -1;
-}
-
-static int set_local(void *arg, const char *name, const char *value) {
-  spank_err_t rc = spank_setenv((spank_t)arg, name, value, 1);
-  if (rc != ESPANK_SUCCESS) {
-    slurm_error(HCGP_LOG_PREFIX "cannot set %s for the task: %s", name,
-                spank_strerror(rc));
-    return -1;
-  }
-  return 0;
 }
 
 int hcgp_placement_policy(void) {
@@ -84,33 +74,36 @@ static int first_task(spank_t sp) {
   return spank_get_item(sp, S_TASK_ID, &lid) == ESPANK_SUCCESS && lid == 0;
 }
 
+/* The step's line: an error where it refuses the step, else a warning on
+ * the task's stderr (srun shows it once, without "error:"). */
 static void say(int policy, const char *line) {
-  if (policy == HCGP_PLACEMENT_REFUSE)
-    hcgp_log_error(line);
-  else
-    fprintf(stderr, HCGP_LOG_PREFIX "%s\n", line);
+  hcgp_log(policy == HCGP_PLACEMENT_REFUSE ? HCGP_LOG_ERROR : HCGP_LOG_TASK,
+           "%s", line);
 }
 
 /* The domain level: variables, the node's check, and the step's line from
- * the node that speaks. 1 when the policy refuses, -1 on an error. */
-static int domain_level(spank_t sp, const hcg_layout *L,
-                        const struct hcgp_task *t,
-                        const struct hcgp_domains *dom, const int *local,
-                        int nlocal, int policy) {
+ * the node that speaks. HCGP_TASK_FAILED here is not logged yet: the
+ * caller says it and applies the policy. */
+static enum hcgp_task_verdict domain_level(spank_t sp, const hcg_layout *L,
+                                           const struct hcgp_task *t,
+                                           const struct hcgp_domains *dom,
+                                           const int *local, int nlocal,
+                                           int policy) {
   const char *dims = hcgp_state.args.intra_domain_dims;
   void *arg = (void *)dom;
+  struct hcgp_setter setter = {sp, 0, 0};
   if (t->export_dims &&
       hcg_rank_domain_env(L, (int)t->rank, dims, hcgp_domains_domain_of, arg,
-                          set_local, sp))
-    return -1;
+                          hcgp_setter_set, &setter) != HCG_OK)
+    return HCGP_TASK_FAILED;
   struct hcgp_node_check check;
   if (!local)
-    return 0;
+    return HCGP_TASK_RUNS;
   if (hcgp_domain_check(L, dims, local, nlocal, hcgp_domains_domain_of, arg,
-                        on_this_node, sp, first_task(sp), &check))
-    return -1;
+                        on_this_node, sp, first_task(sp), &check) != HCG_OK)
+    return HCGP_TASK_FAILED;
   if (!check.crossing)
-    return 0;
+    return HCGP_TASK_RUNS;
   if (check.speak) {
     char here[HCGP_NODE_NAME_MAX + 16], there[HCGP_NODE_NAME_MAX + 16];
     char suggestion[HCG_ERROR_MAX], line[3 * HCG_ERROR_MAX];
@@ -125,32 +118,34 @@ static int domain_level(spank_t sp, const hcg_layout *L,
                      line, sizeof line);
     say(policy, line);
   }
-  return policy == HCGP_PLACEMENT_REFUSE;
+  return policy == HCGP_PLACEMENT_REFUSE ? HCGP_TASK_REFUSED : HCGP_TASK_RUNS;
 }
 
-int hcgp_stepd_placement(spank_t sp, const hcg_layout *L,
-                         const struct hcgp_task *t) {
+enum hcgp_task_verdict hcgp_placement_task(spank_t sp, const hcg_layout *L,
+                                           const struct hcgp_task *t) {
   int policy = hcgp_placement_policy();
   if (policy == HCGP_PLACEMENT_OFF)
-    return 0;
+    return HCGP_TASK_RUNS;
   if (hcgp_state.placement_bad) {
-    hcgp_log_error("--hcg-placement takes warn or refuse");
-    return -1;
+    hcgp_log(HCGP_LOG_ERROR, "--hcg-placement takes warn or refuse");
+    return HCGP_TASK_FAILED;
   }
   const char *dims = hcgp_state.args.intra_node_dims;
   /* Per-dim variables, like _RANK and _SIZE: export_dims=no leaves them
    * out (the check itself still runs). */
-  int rc = t->export_dims
-               ? hcg_rank_placement_env(L, (int)t->rank, dims, on_this_node, sp,
-                                        set_local, sp)
-               : 0;
+  struct hcgp_setter setter = {sp, 0, 0};
+  int failed = t->export_dims &&
+               hcg_rank_placement_env(L, (int)t->rank, dims, on_this_node, sp,
+                                      hcgp_setter_set, &setter) != HCG_OK;
+  int refused = 0;
   int nlocal = 0;
-  int *local = rc ? NULL : hcgp_local_tasks(sp, &nlocal);
+  int *local = failed ? NULL : hcgp_local_tasks(sp, &nlocal);
   /* The step's domains: where known, the domain list is judged by domain
    * and left off the node check. */
-  const struct hcgp_domains *dom = hcgp_state.args.intra_domain_dims[0] && !rc
-                                       ? hcgp_stepd_domains(sp, local, nlocal)
-                                       : NULL;
+  const struct hcgp_domains *dom =
+      hcgp_state.args.intra_domain_dims[0] && !failed
+          ? hcgp_domains_learn(sp, local, nlocal)
+          : NULL;
   char node_dims[2 * HCGP_DIMS_MAX + 2];
   if (dom && dom->state == HCGP_DOMAINS_KNOWN &&
       hcg_placement_node_level_dims(dims, hcgp_state.args.intra_domain_dims,
@@ -160,39 +155,41 @@ int hcgp_stepd_placement(spank_t sp, const hcg_layout *L,
     /* One line for the step, from its first node; another node's own
      * reason goes to the node's log. */
     if (dom->nodeid == 0)
-      fprintf(stderr, HCGP_LOG_PREFIX "placement: %s\n", dom->why);
+      hcgp_log(HCGP_LOG_TASK, "placement: %s", dom->why);
     else if (dom->this_node)
-      slurm_info(HCGP_LOG_PREFIX "placement: %s", dom->why);
+      hcgp_log(HCGP_LOG_INFO, "placement: %s", dom->why);
   }
   struct hcgp_node_check check;
-  if (!rc && !local) {
+  if (!failed && !local) {
     /* Without the node's task list the variables still stand; only the
      * node-wide verdict is missing. */
-    slurm_verbose(HCGP_LOG_PREFIX "no local task list; placement of the "
-                                  "other tasks of this node not checked");
-  } else if (!rc &&
-             !(rc = hcgp_node_check(L, dims, local, nlocal, on_this_node, sp,
-                                    &check)) &&
-             check.crossing) {
-    char here[128], line[2 * HCG_ERROR_MAX];
-    /* The node's first task speaks for the node, if the node speaks. */
-    if (check.speak && first_task(sp)) {
-      node_name(sp, here, sizeof here);
-      hcgp_placement_line(L, &check, here, policy, line, sizeof line);
-      say(policy, line);
+    hcgp_log(HCGP_LOG_VERBOSE, "no local task list; placement of the "
+                               "other tasks of this node not checked");
+  } else if (!failed) {
+    failed = hcgp_node_check(L, dims, local, nlocal, on_this_node, sp,
+                             &check) != HCG_OK;
+    if (!failed && check.crossing) {
+      char here[128], line[2 * HCG_ERROR_MAX];
+      /* The node's first task speaks for the node, if the node speaks. */
+      if (check.speak && first_task(sp)) {
+        node_name(sp, here, sizeof here);
+        hcgp_placement_line(L, &check, here, policy, line, sizeof line);
+        say(policy, line);
+      }
+      refused = policy == HCGP_PLACEMENT_REFUSE;
     }
-    if (policy == HCGP_PLACEMENT_REFUSE)
-      rc = 1;
   }
-  if (rc >= 0 && dom && dom->state == HCGP_DOMAINS_KNOWN) {
-    int drc = domain_level(sp, L, t, dom, local, nlocal, policy);
-    rc = drc < 0 ? drc : rc ? rc : drc;
-  }
-  if (rc < 0) {
-    hcgp_log_error("the placement check failed");
-    if (policy != HCGP_PLACEMENT_REFUSE)
-      rc = 0; /* a warning only: the step goes on */
+  if (!failed && dom && dom->state == HCGP_DOMAINS_KNOWN) {
+    enum hcgp_task_verdict v =
+        domain_level(sp, L, t, dom, local, nlocal, policy);
+    failed = v == HCGP_TASK_FAILED;
+    refused = refused || v == HCGP_TASK_REFUSED;
   }
   free(local);
-  return rc;
+  if (failed) {
+    hcgp_log(HCGP_LOG_ERROR, "the placement check failed");
+    /* Under warn a failed check is a warning only: the step goes on. */
+    return policy == HCGP_PLACEMENT_REFUSE ? HCGP_TASK_FAILED : HCGP_TASK_RUNS;
+  }
+  return refused ? HCGP_TASK_REFUSED : HCGP_TASK_RUNS;
 }

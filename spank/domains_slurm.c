@@ -1,15 +1,15 @@
 /*
- * stepd_domains.c - slurmstepd: what the step's NVLink domains are learnt
+ * domains_slurm.c - slurmstepd: what the step's NVLink domains are learnt
  * from (domains.h), read once per step on each node and kept for its tasks.
  *
  * Once per step: slurm_spank_user_init runs in slurmstepd, as the user,
- * before the tasks are forked, so the tasks inherit what it learnt; a task
- * whose slurmstepd did not call it learns it itself in task_init. Both run
- * as the user: topology.conf is read with the user's permissions, from the
- * directory of slurmstepd's own SLURM_CONF (set by slurmd, where Slurm's
- * topology plugins read it), never from a path the user names. Nothing
- * here fails the step: what cannot be learnt leaves the domains unknown,
- * with the reason, and task_init says it.
+ * before the tasks are forked, so the tasks inherit what it learnt
+ * (slurmstepd.c); a task whose slurmstepd did not call it learns it itself
+ * in task_init. Both run as the user: topology.conf is read with the
+ * user's permissions, from the directory of slurmstepd's own SLURM_CONF
+ * (set by slurmd, where Slurm's topology plugins read it), never from a
+ * path the user names. Nothing here fails the step: what cannot be learnt
+ * leaves the domains unknown, with the reason, and task_init says it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -145,24 +145,11 @@ static void learn(spank_t sp, const int *local, int nlocal,
   free(text);
 }
 
-const struct hcgp_domains *hcgp_stepd_domains(spank_t sp, const int *local,
+const struct hcgp_domains *hcgp_domains_learn(spank_t sp, const int *local,
                                               int nlocal) {
   if (!hcgp_state.domains_learnt) {
     learn(sp, local, nlocal, &hcgp_state.domains);
     hcgp_state.domains_learnt = 1;
   }
   return &hcgp_state.domains;
-}
-
-int hcgp_slurmstepd_user_init(spank_t sp) {
-  /* Only for a step the placement check will look at. */
-  if (!hcgp_option_active() || hcgp_placement_policy() == HCGP_PLACEMENT_OFF ||
-      !hcgp_state.args.intra_domain_dims[0])
-    return 0;
-  int nlocal = 0;
-  int *local = hcgp_local_tasks(sp, &nlocal);
-  if (local)
-    (void)hcgp_stepd_domains(sp, local, nlocal);
-  free(local);
-  return 0;
 }

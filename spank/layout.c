@@ -1,6 +1,5 @@
 /*
- * load.c - what srun, sbatch and salloc read: the plugstack.conf arguments
- * and the layout of --hcg-layout.
+ * layout.c - the layout of --hcg-layout as srun, sbatch and salloc read it.
  *
  * srun, sbatch and salloc run as the user, so reading @PATH here reads
  * exactly the files the user may read. slurmstepd never reads a path: it
@@ -11,40 +10,17 @@
 
 #include "plugin.h"
 
-static void report_strict(void *arg, const char *message) {
-  (void)arg;
-  hcgp_log_error(message);
-}
-
-static void report_lenient(void *arg, const char *message) {
-  const char *where = arg;
-  slurm_error(HCGP_LOG_PREFIX "%s (ignored %s; the default is used)", message,
-              where);
-}
-
-void hcgp_load_args(int ac, char **av, int strict, const char *where) {
-  hcgp_args_defaults(&hcgp_state.args);
-  hcgp_state.args_bad =
-      hcgp_args_parse(&hcgp_state.args, ac, av,
-                      strict ? report_strict : report_lenient, (void *)where);
-}
-
-void hcgp_log_layout_error(const hcg_error *err) {
+void hcgp_layout_log_error(const hcg_error *err) {
   hcgp_log_hcg_error(err);
   if (err->code == HCG_ELIMIT && strstr(err->message, "the limit is"))
-    slurm_error(HCGP_LOG_PREFIX "the site's limit is max_layout_bytes=%zu in "
-                                "plugstack.conf",
-                hcgp_state.args.max_layout_bytes);
+    hcgp_log(HCGP_LOG_ERROR,
+             "the site's limit is max_layout_bytes=%zu in plugstack.conf",
+             hcgp_state.args.max_layout_bytes);
 }
 
-int hcgp_load_init(spank_t sp, int ac, char **av) {
-  hcgp_load_args(ac, av, 1, NULL);
-  if (hcgp_state.args_bad)
-    return -1;
-  return hcgp_option_register(sp);
-}
-
-hcg_layout_config hcgp_load_config(int world) {
+/* The core's configuration for the loaded layout in a world of `world`
+ * ranks (0: unknown yet). */
+static hcg_layout_config config(int world) {
   hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
   cfg.world_size = world;
   cfg.language = hcgp_state.args.language[0] ? hcgp_state.args.language : NULL;
@@ -56,8 +32,8 @@ hcg_layout_config hcgp_load_config(int world) {
   return cfg;
 }
 
-int hcgp_load_parse(int world, hcg_layout **out, hcg_error *err) {
-  hcg_layout_config cfg = hcgp_load_config(world);
+int hcgp_layout_parse(int world, hcg_layout **out, hcg_error *err) {
+  hcg_layout_config cfg = config(world);
   int rc =
       hcg_layout_parse(hcgp_state.text, hcgp_state.text_len, &cfg, out, err);
   if (rc != HCG_ELAYOUT || !cfg.language)
@@ -78,7 +54,7 @@ int hcgp_load_parse(int world, hcg_layout **out, hcg_error *err) {
   return rc;
 }
 
-int hcgp_load_layout(void) {
+int hcgp_layout_load(void) {
   /* srun runs post_opt once per heterogeneous component: load once. */
   if (hcgp_state.loaded || !hcgp_option_active())
     return 0;
@@ -92,14 +68,14 @@ int hcgp_load_layout(void) {
   if (v[0] == '@') {
     if (hcg_layout_read_file(v + 1, hcgp_state.args.max_layout_bytes, &text,
                              &len, &err)) {
-      hcgp_log_layout_error(&err);
+      hcgp_layout_log_error(&err);
       return -1;
     }
   } else {
     len = hcgp_state.value_len;
     text = malloc(len + 1);
     if (!text) {
-      hcgp_log_error("out of memory for the layout");
+      hcgp_log(HCGP_LOG_ERROR, "out of memory for the layout");
       return -1;
     }
     memcpy(text, v, len + 1);
@@ -107,12 +83,12 @@ int hcgp_load_layout(void) {
 
   /* Without the task count only grammar and hard bounds can be judged;
    * everything that depends on the world waits for srun's user_init. */
-  hcg_layout_config cfg = hcgp_load_config(0);
+  hcg_layout_config cfg = config(0);
   hcg_layout *layout = NULL;
   int rc = hcg_layout_parse(text, len, &cfg, &layout, &err);
   hcg_layout_free(layout);
   if (rc == HCG_ESYNTAX || rc == HCG_ELIMIT || rc == HCG_ENOMEM) {
-    hcgp_log_layout_error(&err);
+    hcgp_layout_log_error(&err);
     free(text);
     return -1;
   }

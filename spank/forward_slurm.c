@@ -1,0 +1,127 @@
+/*
+ * forward_slurm.c - the hand-over of forward.h through the environment:
+ * srun puts the step's value into its own environment, which Slurm copies
+ * into the step's; slurmstepd takes it out of each task's environment,
+ * with every HCG_* variable only the plugin may set, before it sets the
+ * task's own.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin.h"
+
+/* ---- srun ---------------------------------------------------------------- */
+
+int hcgp_forward_set(uint32_t job, uint32_t step, const hcg_layout *layout) {
+  char *value = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  const char *language = hcg_grid_name(layout, hcg_layout_language(layout));
+  int rc = -1;
+  if (hcgp_forward_encode(job, step, language, hcg_layout_text(layout), &value,
+                          &err) != HCG_OK)
+    hcgp_log_hcg_error(&err);
+  else if (setenv(HCGP_FORWARD_ENV, value, 1) != 0)
+    hcgp_log(HCGP_LOG_ERROR, "cannot set %s: %s; no task will run",
+             HCGP_FORWARD_ENV, strerror(errno));
+  else
+    rc = 0;
+  free(value);
+  return rc;
+}
+
+int hcgp_forward_set_refusal(uint32_t job, uint32_t step) {
+  char *value = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  if (hcgp_forward_refuse(job, step, &value, &err) != HCG_OK) {
+    hcgp_log_hcg_error(&err);
+    return -1;
+  }
+  /* Without the variable slurmstepd refuses the tasks as well. */
+  (void)setenv(HCGP_FORWARD_ENV, value, 1);
+  free(value);
+  return 0;
+}
+
+void hcgp_forward_unset(void) { unsetenv(HCGP_FORWARD_ENV); }
+
+/* ---- slurmstepd ---------------------------------------------------------- */
+
+char *hcgp_forward_take(spank_t sp) {
+  size_t cap = HCGP_FORWARD_MAX + 1;
+  char *buf = malloc(cap);
+  if (!buf) {
+    hcgp_log(HCGP_LOG_ERROR, "out of memory for the layout");
+    return NULL;
+  }
+  spank_err_t rc = spank_getenv(sp, HCGP_FORWARD_ENV, buf, (int)cap);
+  hcgp_forward_unset_task(sp);
+  if (rc == ESPANK_SUCCESS)
+    return buf;
+  if (rc == ESPANK_ENV_NOEXIST)
+    hcgp_log(HCGP_LOG_ERROR,
+             "srun did not forward the layout of --hcg-layout: is the "
+             "hcg plugin in srun's plugstack.conf?");
+  else
+    hcgp_log(HCGP_LOG_ERROR, "cannot read %s: %s", HCGP_FORWARD_ENV,
+             spank_strerror(rc));
+  free(buf);
+  return NULL;
+}
+
+void hcgp_forward_unset_task(spank_t sp) {
+  (void)spank_unsetenv(sp, HCGP_FORWARD_ENV);
+}
+
+/* Leftovers of an outer step, or a user's attempt to pose as another rank;
+ * user settings such as HCG_TIMEOUT stay. Names are copied first because
+ * unsetting changes the array. */
+int hcgp_forward_drop_inherited(spank_t sp) {
+  char **env = NULL;
+  if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env) {
+    hcgp_log(HCGP_LOG_ERROR, "cannot read the task's environment to remove "
+                             "stale HCG_* variables");
+    return -1;
+  }
+  size_t count = 0;
+  for (char **e = env; *e; e++)
+    count += (size_t)hcgp_env_plugin_owned(*e);
+  if (!count)
+    return 0;
+  char **names = calloc(count, sizeof *names);
+  if (!names) {
+    hcgp_log(HCGP_LOG_ERROR, "out of memory removing stale HCG_* variables");
+    return -1;
+  }
+  size_t n = 0;
+  int rc = 0;
+  for (char **e = env; *e && n < count; e++)
+    if (hcgp_env_plugin_owned(*e) &&
+        !(names[n++] = strndup(*e, strcspn(*e, "="))))
+      rc = -1;
+  for (size_t i = 0; i < n; i++) {
+    if (names[i] && spank_unsetenv(sp, names[i]) != ESPANK_SUCCESS)
+      rc = -1;
+    free(names[i]);
+  }
+  free(names);
+  if (rc)
+    hcgp_log(HCGP_LOG_ERROR,
+             "cannot remove the stale HCG_* variables of this task");
+  return rc;
+}
+
+int hcgp_setter_set(void *setter, const char *name, const char *value) {
+  struct hcgp_setter *s = setter;
+  spank_err_t rc = spank_setenv(s->sp, name, value, 1);
+  if (rc != ESPANK_SUCCESS) {
+    hcgp_log(HCGP_LOG_ERROR, "cannot set %s for the task: %s", name,
+             spank_strerror(rc));
+    s->failed = 1;
+    return HCG_EENV;
+  }
+  s->count++;
+  return HCG_OK;
+}
