@@ -62,5 +62,6 @@ TCase *query_tests(void);       /* test_queries.c   */
 TCase *groupset_tests(void);    /* test_groupsets.c */
 void exchange_tests(TCase *x);  /* test_exchange.c  */
 void comm_tests(TCase *x);      /* test_comm.c      */
+TCase *round_tests(void);       /* test_round.c     */
 
 #endif /* HCG_RUNTIME_TEST_H */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hook.h"
 #include "runtime_test.h"
 
 #if defined(HCG_HAVE_NCCL) && defined(HCG_HAVE_CUDA)
@@ -94,6 +95,10 @@ START_TEST(test_comm_test_hook) {
   hcg_groupset *set;
   ck_assert_int_eq(hcg_groupset_create(hcg_ctx_layout(ctx), &set, &err), 0);
   ck_assert_int_eq(hcg_groupset_add(set, "llm:tp", NULL, &err), 0);
+#if defined(HCG_HAVE_NCCL) && defined(HCG_HAVE_CUDA)
+  /* libhcghook, linked into this test only, installed its reader. */
+  ck_assert(hcgrt_hook_reader == hcgrt_hook_read_env);
+#endif
   static const char *const bad[] = {"",        "3",        ":init",
                                     "x:init",  "3:",       "3:later",
                                     "-1:init", "3:init:x", "99999999999:init"};

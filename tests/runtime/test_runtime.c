@@ -2,8 +2,9 @@
  * test_runtime.c - unit tests of libhcg's runtime that need no cluster,
  * one file per topic (runtime_test.h lists them): reading and checking
  * the HCG_* environment, configuration defaults, queries, group sets and
- * their per-rank plans, PMIx key derivation, and what the exchange and
- * communicator calls do without PMIx, NCCL or a GPU.
+ * their per-rank plans, PMIx key derivation, the schedule of collective
+ * rounds, and what the exchange and communicator calls do without PMIx,
+ * NCCL or a GPU.
  */
 #include "config.h"
 
@@ -21,6 +22,7 @@ static Suite *runtime_suite(void) {
   comm_tests(x);
   tcase_set_timeout(x, 60);
   suite_add_tcase(s, x);
+  suite_add_tcase(s, round_tests());
   return s;
 }
 
