@@ -1050,8 +1050,8 @@ int hcg_exchange_pmix_key(const char *tag, long long epoch, const char *key,
  * failed itself returns its own error and keeps nothing of the call;
  * communicators of groups whose members all succeeded are kept on every
  * member even when the call fails for another group (destroy them with
- * hcg_comm_destroy). HCG_TEST_COMM_FAIL in the environment is a test hook
- * (doc/runtime.md); never set it in a job.
+ * hcg_comm_destroy). HCG_TEST_COMM_FAIL is a hook of test builds only
+ * (doc/runtime.md); libhcg ignores it.
  *
  * The context owns the communicators; a group key has at most one
  * communicator per context, so a view request that resolves to its base

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "round.h"
 #include "rt.h"
 
 static const char *const phase_name[] = {"ready", "done"};
@@ -48,8 +49,9 @@ static int phase_key(const hcg_ctx *ctx, long long epoch, int phase, char *buf,
   return hcg_exchange_pmix_key(ctx->tag, epoch, phase_name[phase], buf, cap);
 }
 
-int hcgrt_agree_put(hcg_ctx *ctx, long long epoch, int phase, int status,
-                    hcg_error *err) {
+/* Publishes this rank's status for the phase. */
+static int put_status(hcg_ctx *ctx, long long epoch, int phase, int status,
+                      hcg_error *err) {
   char key[512];
   int rc = phase_key(ctx, epoch, phase, key, sizeof key);
   if (rc)
@@ -362,130 +364,133 @@ static int role(const hcg_ctx *ctx, const struct hcgrt_plan *plan,
   return s.pos == s.first ? HEAD : MEMBER;
 }
 
-/* The tree over the sliced groups; every process of a relayed job comes
- * here and takes both fences, whatever failed before. mine: the verdicts
- * of the slices this rank heads, read only while it has not failed. */
-static int read_tree(hcg_ctx *ctx, const struct hcgrt_plan *plan,
-                     const int *skip, long long epoch, int phase,
-                     int own_status, struct hcgrt_verdict *mine,
-                     struct hcgrt_verdict *v, hcg_error *err) {
-  int n = plan->n, f = ctx->fanin, local = HCG_OK;
-  /* This rank's failure, before or here: from then on it reads nothing
-   * and publishes verdicts that name itself, so that nobody waits. */
-  int failed = own_status;
-  hcg_error scratch = HCG_ERROR_INIT;
-  int cap = 1;
-  for (int i = 0; i < n; i++)
-    if (role(ctx, plan, skip, i) != NONE) {
-      int heads = slot_of(ctx, &plan->items[i]).heads;
-      cap = heads > cap ? heads : cap;
-    }
-  int *ranks = malloc((size_t)cap * sizeof *ranks);
-  if (!ranks)
-    failed = local =
-        hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
+/* ---- the agreement's steps in a round ----------------------------------- */
 
-  char key[512];
-  /* Level 1: heads publish their slice's verdict (read before, with the
-   * other statuses). */
-  for (int i = 0; i < n; i++) {
-    const struct hcgrt_item *it = &plan->items[i];
-    if (role(ctx, plan, skip, i) != HEAD)
+/* Level 1: heads publish their slice's verdict (read with the statuses),
+ * or, once this rank failed, one naming itself, so that nobody waits. */
+static void publish_slices(struct hcgrt_round *r, struct hcgrt_agreement *a) {
+  hcg_ctx *ctx = r->ctx;
+  const struct hcgrt_plan *plan = a->plan;
+  for (int i = 0; i < plan->n; i++) {
+    if (role(ctx, plan, a->skip, i) != HEAD)
       continue;
     struct hcgrt_verdict self;
     memset(&self, 0, sizeof self);
-    verdict_add(&self, ctx->rank, failed);
-    int r = publish_verdict(ctx, epoch, phase, 1, it, failed ? &self : &mine[i],
-                            local ? &scratch : err);
-    if (r && !local)
-      failed = local = r;
+    verdict_add(&self, ctx->rank, r->status);
+    hcgrt_round_note(r, publish_verdict(ctx, a->epoch, a->phase, 1,
+                                        &plan->items[i],
+                                        r->status ? &self : &a->slice[i],
+                                        hcgrt_round_err(r)));
   }
-  int rc = hcgrt_exchange_fence(ctx, ctx->timeout_s,
-                                "the agreement's slice verdicts",
-                                local ? &scratch : err);
-  if (rc)
-    goto out;
+}
 
-  /* Level 2: heads merge the slice verdicts in slice order (heads before
-   * this slice, this slice, heads after it) and publish the group's. */
-  for (int i = 0; i < n; i++) {
+/* Level 2: heads merge the slice verdicts in slice order (heads before
+ * this slice, this slice, heads after it) and publish the group's. */
+static void publish_groups(struct hcgrt_round *r, struct hcgrt_agreement *a) {
+  hcg_ctx *ctx = r->ctx;
+  const struct hcgrt_plan *plan = a->plan;
+  int f = ctx->fanin;
+  char key[512];
+  for (int i = 0; i < plan->n; i++) {
     const struct hcgrt_item *it = &plan->items[i];
-    if (role(ctx, plan, skip, i) != HEAD)
+    if (role(ctx, plan, a->skip, i) != HEAD)
       continue;
     struct slot s = slot_of(ctx, it);
     struct hcgrt_verdict g;
     memset(&g, 0, sizeof g);
-    if (!failed) {
-      int r = tree_key(ctx, epoch, phase, 1, it, key, sizeof key);
-      if (r) {
-        r = hcg__fail(err, r, "cannot derive the PMIx key of the agreement");
+    if (!r->status) {
+      hcg_error *err = hcgrt_round_err(r);
+      int rc = tree_key(ctx, a->epoch, a->phase, 1, it, key, sizeof key);
+      if (rc) {
+        rc = hcg__fail(err, rc, "cannot derive the PMIx key of the agreement");
       } else {
-        int m = positions(ctx, it, 0, s.first, f, ranks);
-        r = read_verdicts(ctx, key, ranks, m, it->group.size, &g, err);
-        verdict_merge(&g, &mine[i]);
-        m = positions(ctx, it, s.end, it->group.size, f, ranks);
-        if (!r)
-          r = read_verdicts(ctx, key, ranks, m, it->group.size, &g, err);
+        int m = positions(ctx, it, 0, s.first, f, a->ranks);
+        rc = read_verdicts(ctx, key, a->ranks, m, it->group.size, &g, err);
+        verdict_merge(&g, &a->slice[i]);
+        m = positions(ctx, it, s.end, it->group.size, f, a->ranks);
+        if (!rc)
+          rc = read_verdicts(ctx, key, a->ranks, m, it->group.size, &g, err);
       }
-      if (r)
-        failed = local = r;
+      hcgrt_round_note(r, rc);
     }
-    if (failed) {
+    if (r->status) {
       memset(&g, 0, sizeof g);
-      verdict_add(&g, ctx->rank, failed);
+      verdict_add(&g, ctx->rank, r->status);
     }
-    v[i] = g;
-    int r =
-        publish_verdict(ctx, epoch, phase, 2, it, &g, local ? &scratch : err);
-    if (r && !local)
-      failed = local = r;
+    a->v[i] = g;
+    hcgrt_round_note(r, publish_verdict(ctx, a->epoch, a->phase, 2, it, &g,
+                                        hcgrt_round_err(r)));
   }
-  rc = hcgrt_exchange_fence(ctx, ctx->timeout_s,
-                            "the agreement's group verdicts",
-                            local ? &scratch : err);
-  if (rc || failed)
-    goto out;
+}
 
-  /* Level 3: the other members read their head's group verdict. */
-  for (int i = 0; i < n && !local; i++) {
+/* Level 3: the other members read their head's group verdict. */
+static void read_heads(struct hcgrt_round *r, struct hcgrt_agreement *a) {
+  hcg_ctx *ctx = r->ctx;
+  const struct hcgrt_plan *plan = a->plan;
+  char key[512];
+  for (int i = 0; i < plan->n && !r->status; i++) {
     const struct hcgrt_item *it = &plan->items[i];
-    if (role(ctx, plan, skip, i) != MEMBER)
+    if (role(ctx, plan, a->skip, i) != MEMBER)
       continue;
     int head =
         hcg_group_member(ctx->layout, &it->group, slot_of(ctx, it).first);
-    if ((local = tree_key(ctx, epoch, phase, 2, it, key, sizeof key)))
-      local =
-          hcg__fail(err, local, "cannot derive the PMIx key of the agreement");
+    hcg_error *err = hcgrt_round_err(r);
+    int rc = tree_key(ctx, a->epoch, a->phase, 2, it, key, sizeof key);
+    if (rc)
+      rc = hcg__fail(err, rc, "cannot derive the PMIx key of the agreement");
     else
-      local = read_verdicts(ctx, key, &head, 1, it->group.size, &v[i], err);
+      rc = read_verdicts(ctx, key, &head, 1, it->group.size, &a->v[i], err);
+    hcgrt_round_note(r, rc);
   }
-out:
-  free(ranks);
-  return rc ? rc : local;
 }
 
-int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
-                     const int *skip, long long epoch, int phase,
-                     int own_status, struct hcgrt_verdict *v, hcg_error *err) {
+void hcgrt_agree_begin(struct hcgrt_round *r, struct hcgrt_agreement *a,
+                       const struct hcgrt_plan *plan, const int *skip,
+                       long long epoch, int phase, struct hcgrt_verdict *v) {
+  hcg_ctx *ctx = r->ctx;
+  memset(a, 0, sizeof *a);
+  a->plan = plan;
+  a->skip = skip;
+  a->epoch = epoch;
+  a->phase = phase;
+  a->v = v;
   memset(v, 0, (size_t)plan->n * sizeof *v);
-  hcg_error scratch = HCG_ERROR_INIT;
-  /* The verdicts of the slices this rank heads. */
-  struct hcgrt_verdict *slice =
-      calloc((size_t)(plan->n ? plan->n : 1), sizeof *slice);
-  int rc = slice
-               ? HCG_OK
-               : hcg__fail(err, HCG_ENOMEM, "out of memory for the agreement");
-  if (!rc && !own_status)
-    rc = read_statuses_needed(ctx, plan, skip, epoch, phase, v, slice, err);
-  if (hcgrt_relayed(ctx)) {
-    /* The tree's fences are taken also after a local failure (then
-     * slice, NULL without memory for it, is not read). */
-    int trc = read_tree(ctx, plan, skip, epoch, phase, rc ? rc : own_status,
-                        slice, v, rc ? &scratch : err);
-    rc = rc ? rc : trc;
-  }
-  free(slice);
-  return rc;
+  int cap = 1;
+  for (int i = 0; i < plan->n; i++)
+    if (role(ctx, plan, skip, i) != NONE) {
+      int heads = slot_of(ctx, &plan->items[i]).heads;
+      cap = heads > cap ? heads : cap;
+    }
+  a->slice = calloc((size_t)(plan->n ? plan->n : 1), sizeof *a->slice);
+  a->ranks = malloc((size_t)cap * sizeof *a->ranks);
+  if (!a->slice || !a->ranks)
+    hcgrt_round_note(r, hcg__fail(hcgrt_round_err(r), HCG_ENOMEM,
+                                  "out of memory for the agreement"));
+}
+
+void hcgrt_agree_step(struct hcgrt_round *r, struct hcgrt_agreement *a,
+                      int fence, int after) {
+  int own = a->phase == HCGRT_AGREE_READY ? HCGRT_FENCE_IDS : HCGRT_FENCE_DONE;
+  if (fence == own && !after)
+    hcgrt_round_note(r, put_status(r->ctx, a->epoch, a->phase, r->status,
+                                   hcgrt_round_err(r)));
+  else if (fence == own && !r->status)
+    hcgrt_round_note(r, read_statuses_needed(r->ctx, a->plan, a->skip, a->epoch,
+                                             a->phase, a->v, a->slice,
+                                             hcgrt_round_err(r)));
+  else if (fence == HCGRT_FENCE_SLICES && !after)
+    publish_slices(r, a);
+  else if (fence == HCGRT_FENCE_GROUPS && !after)
+    publish_groups(r, a);
+  else if (fence == HCGRT_FENCE_GROUPS && !r->status)
+    read_heads(r, a);
+}
+
+void hcgrt_agree_end(struct hcgrt_agreement *a) {
+  free(a->slice);
+  free(a->ranks);
+  a->slice = NULL;
+  a->ranks = NULL;
 }
 
 void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf, size_t cap) {

@@ -23,13 +23,11 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "round.h"
 #include "rt.h"
 #ifdef HCG_HAVE_NCCL
 #include "nccl_rt.h"
 #endif
-
-/* PMIx's PMIX_MAX_KEYLEN (checked against pmix.h in pmix.c). */
-#define HCGRT_PMIX_MAX_KEYLEN 511
 
 struct hcg_exchange {
   const hcg_layout *layout;
@@ -539,8 +537,9 @@ long long hcgrt_exchange_begin(hcg_ctx *ctx) {
   return ctx->epoch++;
 }
 
-int hcgrt_exchange_publish(hcg_ctx *ctx, struct hcgrt_plan *plan,
-                           long long epoch, int flags, hcg_error *err) {
+/* The ids of the groups this rank leads, one key each or in its bundle. */
+static int publish_all(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
+                       int flags, hcg_error *err) {
   for (int i = 0; i < plan->n; i++)
     if (plan->items[i].member && plan->items[i].leader == ctx->rank) {
       int rc = publish(ctx, &plan->items[i], epoch, flags,
@@ -573,30 +572,63 @@ static int republish(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
   return HCG_OK;
 }
 
-int hcgrt_exchange_relay_fence(hcg_ctx *ctx, hcg_error *err) {
-  if (!hcgrt_relayed(ctx))
-    return HCG_OK;
-  return hcgrt_exchange_fence(ctx, ctx->timeout_s, "the relay of group ids",
-                              err);
+/* ---- the steps of a round ------------------------------------------------ */
+
+void hcgrt_ids_publish(struct hcgrt_round *r, struct hcgrt_plan *plan,
+                       long long epoch, int flags) {
+  if (!r->status)
+    hcgrt_round_note(
+        r, publish_all(r->ctx, plan, epoch, flags, hcgrt_round_err(r)));
 }
 
-int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
-                         const int *skip, hcg_error *err) {
-  int rc =
-      fetch(ctx, plan->items, 0, plan->n, epoch, skip, 1, plan->scalable, err);
-  if (!hcgrt_relayed(ctx))
-    return rc;
-  if (!rc)
-    rc = republish(ctx, plan, epoch, skip, err);
-  /* The relay fence, also after a failure: the others wait for it. */
-  hcg_error ferr = HCG_ERROR_INIT;
-  int frc = hcgrt_exchange_relay_fence(ctx, rc ? &ferr : err);
-  if (rc)
-    return rc;
-  if (frc)
-    return frc;
-  return fetch(ctx, plan->items, 0, plan->n, epoch, skip, 2, plan->scalable,
-               err);
+void hcgrt_ids_fetch(struct hcgrt_round *r, struct hcgrt_plan *plan,
+                     long long epoch, const int *skip) {
+  hcg_ctx *ctx = r->ctx;
+  if (!r->status)
+    hcgrt_round_note(r, fetch(ctx, plan->items, 0, plan->n, epoch, skip, 1,
+                              plan->scalable, hcgrt_round_err(r)));
+  if (!r->status && hcgrt_relayed(ctx))
+    hcgrt_round_note(r, republish(ctx, plan, epoch, skip, hcgrt_round_err(r)));
+}
+
+void hcgrt_ids_fetch_relayed(struct hcgrt_round *r, struct hcgrt_plan *plan,
+                             long long epoch, const int *skip) {
+  if (!r->status)
+    hcgrt_round_note(r, fetch(r->ctx, plan->items, 0, plan->n, epoch, skip, 2,
+                              plan->scalable, hcgrt_round_err(r)));
+}
+
+/* The round of hcg_exchange_ids. */
+struct ids_round {
+  struct hcgrt_plan *plan;
+  long long epoch;
+  int flags;
+};
+
+static void ids_step(struct hcgrt_round *r, int fence, int after, void *arg) {
+  struct ids_round *x = arg;
+  if (!after && fence == HCGRT_FENCE_IDS)
+    hcgrt_ids_publish(r, x->plan, x->epoch, x->flags);
+  else if (after && fence == HCGRT_FENCE_IDS)
+    hcgrt_ids_fetch(r, x->plan, x->epoch, NULL);
+  else if (after && fence == HCGRT_FENCE_RELAY)
+    hcgrt_ids_fetch_relayed(r, x->plan, x->epoch, NULL);
+}
+
+/* Every process walks the same keys, member or not: one fence each. */
+static int exchange_naive(hcg_ctx *ctx, struct hcgrt_plan *plan,
+                          long long epoch, int flags, hcg_error *err) {
+  struct hcgrt_item *items = plan->items;
+  for (int i = 0; i < plan->n; i++) {
+    int rc;
+    if (items[i].member && items[i].leader == ctx->rank &&
+        (rc = publish(ctx, &items[i], epoch, flags, 1, 1, err)))
+      return rc;
+    if ((rc = fence(ctx, err)) ||
+        (rc = fetch(ctx, items, i, i + 1, epoch, NULL, 0, 0, err)))
+      return rc;
+  }
+  return HCG_OK;
 }
 
 int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
@@ -605,29 +637,16 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
   if (rc)
     return rc;
   long long epoch = hcgrt_exchange_begin(ctx);
-  struct hcgrt_item *items = plan->items;
+  if (flags & HCG_EXCHANGE_NAIVE)
+    return exchange_naive(ctx, plan, epoch, flags, err);
 
-  if (flags & HCG_EXCHANGE_NAIVE) {
-    /* Every process walks the same keys, member or not. */
-    for (int i = 0; i < plan->n; i++) {
-      if (items[i].member && items[i].leader == ctx->rank &&
-          (rc = publish(ctx, &items[i], epoch, flags, 1, 1, err)))
-        return rc;
-      if ((rc = fence(ctx, err)) ||
-          (rc = fetch(ctx, items, i, i + 1, epoch, NULL, 0, 0, err)))
-        return rc;
-    }
-    return HCG_OK;
-  }
-
-  if ((rc = hcgrt_exchange_publish(ctx, plan, epoch, flags, err)))
-    return rc;
-  if ((rc = fence(ctx, err))) {
-    if (rc == HCG_ETIMEOUT)
-      hcgrt_exchange_blame(ctx, plan, epoch, err);
-    return rc;
-  }
-  return hcgrt_exchange_fetch(ctx, plan, epoch, NULL, err);
+  struct ids_round x = {plan, epoch, flags};
+  struct hcgrt_round r;
+  hcgrt_round_init(&r, ctx, HCGRT_ROUND_IDS, ids_step, &x);
+  if (hcgrt_round_run(&r) == HCGRT_ROUND_BROKEN &&
+      r.broken == HCGRT_FENCE_IDS && r.fence_rc == HCG_ETIMEOUT)
+    hcgrt_exchange_blame(ctx, plan, epoch, &r.fence_err);
+  return hcgrt_round_end(&r, err);
 }
 
 int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
@@ -699,70 +718,4 @@ void hcg_exchange_free(hcg_exchange *x) {
     return;
   free(x->items);
   free(x);
-}
-
-/* Whole seconds since t0, rounded up. */
-static int seconds_since(const struct timespec *t0) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  long long ns = (long long)(t.tv_sec - t0->tv_sec) * 1000000000LL +
-                 (t.tv_nsec - t0->tv_nsec);
-  return (int)((ns + 999999999LL) / 1000000000LL);
-}
-
-/* Broadcast: the root publishes the buffer under a key of its own epoch,
- * one fence orders it before every read, and the others fetch it. The
- * epoch counter is shared with the id exchanges, so keys never repeat
- * within a context and every process derives the same key. The fence and
- * the get share one deadline, the context's timeout: the get has what the
- * fence left of it (at least a second, for a fence that ended just in
- * time), so a missing root costs the timeout once, not twice. */
-int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
-                      hcg_error *err) {
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (!ctx || !buf || len == 0 || len > HCG_BROADCAST_MAX)
-    return hcg__fail(err, HCG_EINVAL,
-                     "invalid argument to hcg_ctx_broadcast (buffer %s, %zu "
-                     "bytes; 1 to %d allowed)",
-                     buf ? "given" : "NULL", len, HCG_BROADCAST_MAX);
-  if (root < 0 || root >= ctx->world)
-    return hcg__fail(err, HCG_EINVAL,
-                     "hcg_ctx_broadcast: root %d is not a rank of the job "
-                     "(world size %d)",
-                     root, ctx->world);
-  int rc = hcgrt_exchange_usable(ctx, err);
-  if (rc)
-    return rc;
-  long long epoch = ctx->epoch++;
-  char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
-  rc = hcg_exchange_pmix_key(ctx->tag, epoch, "#broadcast", pkey, sizeof pkey);
-  if (rc)
-    return hcg__fail(err, rc, "cannot derive the PMIx key of a broadcast");
-  if (ctx->rank == root) {
-    rc = hcgrt_pmix_put(ctx->pmix, pkey, buf, len, err);
-    if (rc)
-      return rc;
-    ctx->stats.puts++;
-  }
-  char what[64];
-  snprintf(what, sizeof what, "a broadcast from rank %d", root);
-  if ((rc = hcgrt_exchange_fence(ctx, ctx->timeout_s, what, err)))
-    return rc;
-  if (ctx->rank == root)
-    return HCG_OK;
-  int left = ctx->timeout_s - seconds_since(&t0);
-  if (left < 1)
-    left = 1;
-  struct hcgrt_get get = {
-      .rank = root, .key = pkey, .out = buf, .group = "#broadcast"};
-  rc = hcgrt_pmix_get_all(ctx->pmix, &get, 1, len, left, err);
-  if (rc == HCG_ETIMEOUT)
-    return hcg__fail(err, HCG_ETIMEOUT,
-                     "%s did not arrive within the timeout (%d s for the "
-                     "fence and the get together)",
-                     what, ctx->timeout_s);
-  if (!rc)
-    ctx->stats.gets++;
-  return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * nccl.c - hcg_comm_options as an ncclConfig_t. A pure function, apart
  * from the communicators, so that every combination of options can be
- * checked on a machine without a GPU (tests/runtime/test_runtime.c), and
+ * checked on a machine without a GPU (tests/runtime/test_nccl_config.c), and
  * compiled against older nccl.h headers (tests/runtime/nccl-compat.sh).
  */
 #include "config.h"

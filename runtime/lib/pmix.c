@@ -37,7 +37,7 @@
 #include "pmix_abi.h"
 #include "rt.h"
 
-_Static_assert(HCGPX_MAX_KEYLEN == 511, "exchange.c assumes 511");
+_Static_assert(HCGPX_MAX_KEYLEN == HCGRT_PMIX_MAX_KEYLEN, "rt.h assumes 511");
 
 /* The least the PMIx server waits for a fence beyond our own deadline. */
 enum { GRACE_S = 2 };

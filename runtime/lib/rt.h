@@ -175,29 +175,35 @@ int hcgrt_check_options(const hcg_comm_options *o, hcg_error *err);
 
 /* ---- the exchange (exchange.c) ----------------------------------------- */
 
+/* PMIx's PMIX_MAX_KEYLEN (checked against pmix.h in pmix.c). */
+#define HCGRT_PMIX_MAX_KEYLEN 511
+
 /* Runs the exchange of a plan: fills item->id for every member item. */
 int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
                         hcg_error *err);
-/* The steps of an exchange, for hcg_comm_create, which publishes its
- * status into the same fence (agree.c):
- *  - usable: HCG_EPMIX/HCG_ENOTSUP when the context cannot fence at all;
- *  - begin: counts the exchange and returns its epoch (PMIx key space);
- *  - publish: the ids of the groups this rank leads;
- *  - fence: commit and one fence (a failure marks the context broken);
- *  - fetch: the ids of the groups it does not lead (but skip[i]); in a job
- *    larger than ctx->fanin it also relays and takes the relay fence,
- *    also when it fails;
- *  - relay_fence: the relay fence alone, for a rank that does not fetch
- *    (a no-op where the job takes none). */
+/* HCG_EPMIX/HCG_ENOTSUP when the context cannot fence at all. */
 int hcgrt_exchange_usable(hcg_ctx *ctx, hcg_error *err);
+/* Counts the exchange and returns its epoch (PMIx key space). */
 long long hcgrt_exchange_begin(hcg_ctx *ctx);
-int hcgrt_exchange_publish(hcg_ctx *ctx, struct hcgrt_plan *plan,
-                           long long epoch, int flags, hcg_error *err);
+/* Commit and one fence; a failed fence marks the context broken. */
 int hcgrt_exchange_fence(hcg_ctx *ctx, int timeout_s, const char *what,
                          hcg_error *err);
-int hcgrt_exchange_fetch(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
-                         const int *skip, hcg_error *err);
-int hcgrt_exchange_relay_fence(hcg_ctx *ctx, hcg_error *err);
+
+/* The exchange's steps in a round (round.h), for HCGRT_ROUND_IDS and
+ * hcg_comm_create's HCGRT_ROUND_READY; each does nothing once the round
+ * holds a failure of this rank, and records its own there:
+ *  - publish, before the ids fence: the ids of the groups this rank leads;
+ *  - fetch, after it: the ids of the groups it does not lead (but skip[i];
+ *    skip may be NULL) from their leaders or, in a relayed job, their
+ *    relays' sources; a relay then publishes its copies;
+ *  - fetch_relayed, after the relay fence: the ids from the relays. */
+struct hcgrt_round;
+void hcgrt_ids_publish(struct hcgrt_round *r, struct hcgrt_plan *plan,
+                       long long epoch, int flags);
+void hcgrt_ids_fetch(struct hcgrt_round *r, struct hcgrt_plan *plan,
+                     long long epoch, const int *skip);
+void hcgrt_ids_fetch_relayed(struct hcgrt_round *r, struct hcgrt_plan *plan,
+                             long long epoch, const int *skip);
 /* After the exchange's fence of `epoch` timed out (err says so): probes,
  * one second each, the processes this rank would fetch ids from, and adds
  * to err the first that never published them (it never reached the
@@ -229,21 +235,31 @@ struct hcgrt_verdict {
   int bad[HCGRT_VERDICT_NAMED]; /* the first of them, ascending    */
 };
 
-/* Publishes this rank's status for a phase of the exchange `epoch`. */
-int hcgrt_agree_put(hcg_ctx *ctx, long long epoch, int phase, int status,
-                    hcg_error *err);
-/* After the phase's fence, called by every process (also one that failed:
- * own_status is its own status for the phase): v[i] for each member item
- * of the plan with two or more members and skip[i] == 0 (skip may be
- * NULL); a member that cannot be read counts as failed. A group of at
- * most ctx->fanin members: one get per distinct other member. A sliced
- * group (relayed jobs): a tree over its slices, with two more fences that
- * every process of a relayed job takes (agree.c). A rank whose own status
- * is not HCG_OK reads only what its slices need from it. Fails for lack
- * of memory, or when a fence fails (ctx->broken is then set). */
-int hcgrt_agree_read(hcg_ctx *ctx, const struct hcgrt_plan *plan,
-                     const int *skip, long long epoch, int phase,
-                     int own_status, struct hcgrt_verdict *v, hcg_error *err);
+/* One phase of the agreement in a round: before the phase's own fence
+ * (HCGRT_FENCE_IDS for READY, HCGRT_FENCE_DONE for DONE) this rank
+ * publishes its status, also a failed one; after it v[i] gets the verdict
+ * of each member item of the plan with two or more members and skip[i] ==
+ * 0 (skip may be NULL), a member that cannot be read counting as failed.
+ * A group of at most ctx->fanin members: one get per distinct other
+ * member. A sliced group (relayed jobs): a tree over its slices, around
+ * the round's HCGRT_FENCE_SLICES and HCGRT_FENCE_GROUPS (agree.c). A rank
+ * that failed reads only what its slices need from it. */
+struct hcgrt_agreement {
+  const struct hcgrt_plan *plan;
+  const int *skip;
+  long long epoch;
+  int phase;
+  struct hcgrt_verdict *v;     /* the caller's, plan->n of them     */
+  struct hcgrt_verdict *slice; /* of the slices this rank heads     */
+  int *ranks;                  /* the heads of a sliced group       */
+};
+void hcgrt_agree_begin(struct hcgrt_round *r, struct hcgrt_agreement *a,
+                       const struct hcgrt_plan *plan, const int *skip,
+                       long long epoch, int phase, struct hcgrt_verdict *v);
+/* The agreement's part before (after 0) or after a fence of the round. */
+void hcgrt_agree_step(struct hcgrt_round *r, struct hcgrt_agreement *a,
+                      int fence, int after);
+void hcgrt_agree_end(struct hcgrt_agreement *a);
 /* "rank 3", "ranks 3, 5" or "ranks 0, ..., 7 and 9 more" for messages. */
 void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf, size_t cap);
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # The agreement of hcg_comm_create on the private cluster, with no GPU: the
-# test hook HCG_TEST_COMM_FAIL=RANK:STAGE (test only; doc/runtime.md) makes
+# test hook HCG_TEST_COMM_FAIL=RANK:STAGE (test builds only: hcg-hello-hook,
+# which is hcg-hello linked with runtime/lib/hook_env.c; doc/runtime.md) makes
 # hcg_comm_create skip the device and NCCL and makes one rank fail on
 # purpose, before the exchange (prepare) or at NCCL initialization (init).
 # The PMIx exchange and agreement are real: every member of a group of the
@@ -18,6 +19,7 @@ setup() {
   # "NCCL communicators: no").
   grep -qx '#define HCG_HAVE_NCCL 1' "$HCG_BUILD/config.h" ||
     skip "libhcg was built without NCCL: hcg_comm_create returns HCG_ENOTSUP"
+  HELLO=$HCG_BUILD/runtime/hcg-hello-hook # libhcg has no hook
   LAYOUT='llm:tp=2,dp=*,pp=2'
 }
 

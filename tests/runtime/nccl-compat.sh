@@ -1,7 +1,7 @@
 #!/bin/bash
 # nccl-compat.sh BUILD_DIR - compiles libhcg's NCCL code (runtime/lib/nccl.c,
-# comm.c, exchange.c) against small stand-in nccl.h headers of older NCCL
-# releases, to prove the NCCL_VERSION_CODE guards: 2.18 (the oldest
+# comm_nccl.c, create.c, exchange.c) against small stand-in nccl.h headers
+# of older NCCL releases, to prove the NCCL_VERSION_CODE guards: 2.18 (the oldest
 # supported: no trafficClass, commName, collnetEnable), 2.22 (the last
 # without ncclCommInitRankScalable), 2.23 (with it), 2.26 (trafficClass),
 # 2.27 (commName, collnetEnable); and checks that a 2.17 header is refused
@@ -106,7 +106,7 @@ compile() {
 fail=0
 for v in 2.18 2.22 2.23 2.26 2.27; do
   stub "${v%%.*}" "${v#*.}"
-  for f in nccl.c comm.c exchange.c; do
+  for f in nccl.c comm_nccl.c create.c exchange.c; do
     if compile "$v" "$f" 2>"$tmp/err"; then
       echo "nccl-compat: NCCL $v: $f compiles"
     else
@@ -118,7 +118,7 @@ for v in 2.18 2.22 2.23 2.26 2.27; do
 done
 
 # The guard of ncclCommInitRankScalable: called from 2.23 on, never before.
-calls_scalable() { nm "$tmp/$1-comm.o" 2>/dev/null | grep -q ' U ncclCommInitRankScalable$'; }
+calls_scalable() { nm "$tmp/$1-comm_nccl.o" 2>/dev/null | grep -q ' U ncclCommInitRankScalable$'; }
 if calls_scalable 2.22 || ! calls_scalable 2.23; then
   echo "nccl-compat: ncclCommInitRankScalable is not guarded at 2.23" >&2
   fail=1

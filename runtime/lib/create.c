@@ -1,0 +1,272 @@
+/*
+ * create.c - hcg_comm_create: plan, a round (the ids and every rank's
+ * READY status), NCCL initialization, a round (every rank's DONE status),
+ * and keeping the communicators whose groups came up everywhere.
+ *
+ * From the first round on, a rank takes every fence of both rounds
+ * whatever happens to it (round.h), so that its peers learn of its
+ * failure from its statuses (agree.c) instead of waiting for it.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm_nccl.h"
+#include "hook.h"
+#include "round.h"
+
+/* NULL in libhcg: only a test build installs a reader (hook.h). */
+int (*hcgrt_hook_reader)(struct hcgrt_hook *h, hcg_error *err);
+
+/* The state of one hcg_comm_create; this rank's own failure is its
+ * rounds'. */
+struct create {
+  const hcg_groupset *set;
+  struct hcgrt_hook hook;
+  struct hcgrt_plan plan;
+  long long epoch;
+  struct hcgrt_pending *p;
+  int *skip;                    /* groups not initialized: a member failed */
+  struct hcgrt_verdict *v1;     /* READY verdicts                          */
+  struct hcgrt_verdict *v2;     /* DONE verdicts                           */
+  struct hcgrt_agreement agree; /* the agreement of the round running     */
+};
+
+/* The failure the test hook makes this rank have at `stage`, or HCG_OK. */
+static int hook_fail(const struct hcgrt_hook *h, int stage, int rank,
+                     hcg_error *err) {
+  if (!h->on || h->stage != stage || h->rank != rank)
+    return HCG_OK;
+  return hcg__fail(err, HCG_ENCCL, "%s: rank %d fails %s (a test hook)",
+                   h->name, rank,
+                   stage == HCGRT_HOOK_PREPARE ? "before the exchange"
+                                               : "its NCCL initialization");
+}
+
+/* Everything up to the exchange, none of which needs a peer. */
+static void stage_local(struct hcgrt_round *r, struct create *cr) {
+  hcg_ctx *ctx = r->ctx;
+  int n;
+  if (hcgrt_round_note(r, hcgrt_plan_build(cr->set, ctx->rank, 0, &cr->plan,
+                                           hcgrt_round_err(r))) ||
+      (n = cr->plan.n) == 0)
+    return;
+  cr->p = calloc((size_t)n, sizeof *cr->p);
+  cr->skip = calloc((size_t)n, sizeof *cr->skip);
+  cr->v1 = calloc((size_t)n, sizeof *cr->v1);
+  cr->v2 = calloc((size_t)n, sizeof *cr->v2);
+  if (!cr->p || !cr->skip || !cr->v1 || !cr->v2) {
+    hcgrt_round_note(r, hcg__fail(hcgrt_round_err(r), HCG_ENOMEM,
+                                  "out of memory for communicators"));
+    return;
+  }
+  int version = 0;
+  if (hcgrt_round_note(r,
+                       hcgrt_comm_nccl_version(&version, hcgrt_round_err(r))))
+    return;
+  cr->plan.scalable = hcgrt_nccl_scalable(version);
+  for (int i = 0; i < n; i++)
+    if (hcgrt_comm_lookup(ctx, cr->plan.items[i].key)) {
+      hcgrt_round_note(r,
+                       hcg__fail(hcgrt_round_err(r), HCG_EEXIST,
+                                 "a communicator for group '%s' already exists "
+                                 "in this context (hcg_comm_destroy it first)",
+                                 cr->plan.items[i].key));
+      return;
+    }
+  for (int i = 0; i < n; i++)
+    if (hcgrt_round_note(r, hcgrt_comm_prepare(ctx, cr->set, &cr->plan.items[i],
+                                               version, &cr->p[i],
+                                               hcgrt_round_err(r))))
+      return;
+  if (hcgrt_round_note(r, hook_fail(&cr->hook, HCGRT_HOOK_PREPARE, ctx->rank,
+                                    hcgrt_round_err(r))))
+    return;
+  if (!cr->hook.on)
+    hcgrt_round_note(r, hcg_ctx_device(ctx, NULL, hcgrt_round_err(r)));
+}
+
+/* The first round's steps: the ids, and the agreement on READY; once it
+ * is known, groups with a member that failed already are left alone by
+ * all, and the ids of the others are fetched. */
+static void ready_step(struct hcgrt_round *r, int fence, int after, void *arg) {
+  struct create *cr = arg;
+  if (!after && fence == HCGRT_FENCE_IDS)
+    hcgrt_ids_publish(r, &cr->plan, cr->epoch,
+                      cr->hook.on ? HCG_EXCHANGE_RANDOM_IDS : 0);
+  hcgrt_agree_step(r, &cr->agree, fence, after);
+  int agreed = hcgrt_relayed(r->ctx) ? HCGRT_FENCE_GROUPS : HCGRT_FENCE_IDS;
+  if (after && fence == agreed) {
+    for (int i = 0; !r->status && i < cr->plan.n; i++)
+      cr->skip[i] = cr->v1[i].status != HCG_OK;
+    hcgrt_ids_fetch(r, &cr->plan, cr->epoch, cr->skip);
+  }
+  if (after && fence == HCGRT_FENCE_RELAY)
+    hcgrt_ids_fetch_relayed(r, &cr->plan, cr->epoch, cr->skip);
+}
+
+/* Between the rounds: NCCL initialization of the groups not skipped. */
+static void init_local(struct hcgrt_round *r, struct create *cr) {
+  int n = cr->plan.n;
+  if (!r->status && !cr->hook.on) {
+    hcgrt_round_note(r, hcgrt_comm_init_all(r->ctx, &cr->plan, cr->p, cr->skip,
+                                            hcgrt_round_err(r)));
+    if (!r->status)
+      hcgrt_round_note(
+          r, hcgrt_comm_streams(cr->p, n, cr->skip, hcgrt_round_err(r)));
+  }
+  if (!r->status)
+    hcgrt_round_note(r, hook_fail(&cr->hook, HCGRT_HOOK_INIT, r->ctx->rank,
+                                  hcgrt_round_err(r)));
+  if (r->status)
+    hcgrt_comm_abort_all(cr->p, n);
+}
+
+/* The second round's steps: the agreement on DONE. Peers may still be in
+ * NCCL initialization (up to the timeout) when a rank arrives; a rank
+ * that failed has aborted its communicators before it says so. */
+static void done_step(struct hcgrt_round *r, int fence, int after, void *arg) {
+  struct create *cr = arg;
+  hcgrt_agree_step(r, &cr->agree, fence, after);
+  if (r->status)
+    hcgrt_comm_abort_all(cr->p, cr->plan.n);
+}
+
+/* The communicators whose groups succeeded everywhere go to the context
+ * (none under the test hook, which made none). */
+static int keep(hcg_ctx *ctx, struct create *cr, int *kept) {
+  int n = cr->plan.n, k = 0;
+  *kept = 0;
+  struct hcg_comm **v = n > 0 ? calloc((size_t)n, sizeof *v) : NULL;
+  if (n && !v)
+    return HCG_ENOMEM;
+  for (int i = 0; i < n; i++)
+    if (cr->p[i].nccl) {
+      cr->p[i].comm->nccl = cr->p[i].nccl;
+      v[k++] = cr->p[i].comm;
+    }
+  int rc = hcgrt_comm_register(ctx, v, k);
+  free(v);
+  if (rc)
+    return rc;
+  for (int i = 0; i < n; i++)
+    if (cr->p[i].nccl) { /* the context owns it now: not ours to abort */
+      cr->p[i].comm = NULL;
+      cr->p[i].nccl = NULL;
+    }
+  ctx->stats.comms_created += k;
+  *kept = k;
+  return HCG_OK;
+}
+
+/* The error of a rank that did its part when a peer did not: the first
+ * failed group of the plan, its failed members, and how many more. */
+static int peer_failure(const struct create *cr, int kept, hcg_error *err) {
+  int first = -1, more = 0;
+  const struct hcgrt_verdict *fv = NULL;
+  for (int i = 0; i < cr->plan.n; i++) {
+    const struct hcgrt_verdict *vv = cr->skip[i] ? &cr->v1[i] : &cr->v2[i];
+    if (!vv->status)
+      continue;
+    if (first < 0) {
+      first = i;
+      fv = vv;
+    } else {
+      more++;
+    }
+  }
+  if (first < 0)
+    return HCG_OK;
+  char who[256];
+  hcgrt_verdict_text(fv, who, sizeof who);
+  int code = fv->status == HCG_ETIMEOUT ? HCG_ETIMEOUT : HCG_ENCCL;
+  return hcg__fail(
+      err, code,
+      "the communicator of group '%s' was not formed: %s "
+      "failed %s (%s%s), so every member %s; of this rank's "
+      "other groups in the call %d failed and %d were formed "
+      "and kept",
+      cr->plan.items[first].key, who,
+      cr->skip[first] ? "before NCCL initialization" : "to initialize it",
+      fv->nbad > 1 ? "the first: " : "", hcg_strerror(fv->status),
+      cr->skip[first] ? "left it uninitialized" : "aborted it", more, kept);
+}
+
+static void create_free(struct create *cr) {
+  for (int i = 0; cr->p && i < cr->plan.n; i++) {
+    hcgrt_comm_abort(&cr->p[i]);
+    hcgrt_comm_free(cr->p[i].comm);
+  }
+  free(cr->p);
+  free(cr->skip);
+  free(cr->v1);
+  free(cr->v2);
+  hcgrt_plan_free(&cr->plan);
+}
+
+/* The call's outcome: this rank's own failure first, then a failed fence,
+ * else rc with err. */
+static int finish(const struct hcgrt_round *r, struct create *cr, int rc,
+                  hcg_error *err) {
+  int end = hcgrt_round_end(r, err);
+  create_free(cr);
+  return end ? end : rc;
+}
+
+int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
+  struct create cr;
+  memset(&cr, 0, sizeof cr);
+  cr.set = set;
+  int rc = hcgrt_check_set(ctx, set, "hcg_comm_create", err);
+  if (rc || (hcgrt_hook_reader && (rc = hcgrt_hook_reader(&cr.hook, err))))
+    return rc;
+
+  /* Plan. A context that cannot fence at all still reports a local
+   * failure first (it is the more useful message). */
+  struct hcgrt_round r;
+  hcgrt_round_init(&r, ctx, HCGRT_ROUND_READY, ready_step, &cr);
+  stage_local(&r, &cr);
+  if ((rc = hcgrt_exchange_usable(ctx, err)))
+    return finish(&r, &cr, rc, err);
+
+  /* Round 1: the ids and every rank's READY status. */
+  cr.epoch = hcgrt_exchange_begin(ctx);
+  hcgrt_agree_begin(&r, &cr.agree, &cr.plan, NULL, cr.epoch, HCGRT_AGREE_READY,
+                    cr.v1);
+  int res = hcgrt_round_run(&r);
+  hcgrt_agree_end(&cr.agree);
+  if (res == HCGRT_ROUND_BROKEN) {
+    if (r.broken == HCGRT_FENCE_IDS && r.fence_rc == HCG_ETIMEOUT)
+      hcgrt_exchange_blame(ctx, &cr.plan, cr.epoch, &r.fence_err);
+    return finish(&r, &cr, HCG_OK, err);
+  }
+
+  /* NCCL initialization. */
+  init_local(&r, &cr);
+
+  /* Round 2: every rank's DONE status. */
+  hcgrt_round_next(&r, HCGRT_ROUND_DONE, done_step);
+  hcgrt_agree_begin(&r, &cr.agree, &cr.plan, cr.skip, cr.epoch,
+                    HCGRT_AGREE_DONE, cr.v2);
+  res = hcgrt_round_run(&r);
+  hcgrt_agree_end(&cr.agree);
+  if (res == HCGRT_ROUND_BROKEN)
+    return finish(&r, &cr, HCG_OK, err); /* unknown outcome: abort all */
+  if (r.status)
+    return finish(&r, &cr, HCG_OK, err);
+  for (int i = 0; i < cr.plan.n; i++)
+    if (!cr.skip[i] && cr.v2[i].status)
+      hcgrt_comm_abort(&cr.p[i]); /* a member failed: all members abort it */
+
+  /* Keep. */
+  int kept = 0;
+  if (keep(ctx, &cr, &kept)) {
+    hcgrt_comm_abort_all(cr.p, cr.plan.n);
+    return finish(&r, &cr,
+                  hcg__fail(err, HCG_ENOMEM, "out of memory for communicators"),
+                  err);
+  }
+  return finish(&r, &cr, peer_failure(&cr, kept, err), err);
+}

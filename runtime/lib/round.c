@@ -1,0 +1,131 @@
+/*
+ * round.c - the schedule of a collective round and its runner (round.h).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "round.h"
+
+void hcgrt_round_plan(struct hcgrt_round *r, int kind, int world, int fanin) {
+  memset(r, 0, sizeof *r);
+  r->kind = kind;
+  r->broken = -1;
+  /* Relays and the agreement's tree serve jobs larger than the fan-in:
+   * only the job's size decides, so every process takes them. */
+  int relayed = world > fanin;
+  switch (kind) {
+  case HCGRT_ROUND_IDS:
+    r->leave_early = 1;
+    r->fence[r->n++] = HCGRT_FENCE_IDS;
+    if (relayed)
+      r->fence[r->n++] = HCGRT_FENCE_RELAY;
+    break;
+  case HCGRT_ROUND_READY:
+    r->fence[r->n++] = HCGRT_FENCE_IDS;
+    if (relayed) {
+      r->fence[r->n++] = HCGRT_FENCE_SLICES;
+      r->fence[r->n++] = HCGRT_FENCE_GROUPS;
+      r->fence[r->n++] = HCGRT_FENCE_RELAY;
+    }
+    break;
+  case HCGRT_ROUND_DONE:
+    r->fence[r->n++] = HCGRT_FENCE_DONE;
+    if (relayed) {
+      r->fence[r->n++] = HCGRT_FENCE_SLICES;
+      r->fence[r->n++] = HCGRT_FENCE_GROUPS;
+    }
+    break;
+  case HCGRT_ROUND_BROADCAST:
+    r->leave_early = 1;
+    r->fence[r->n++] = HCGRT_FENCE_BROADCAST;
+    break;
+  }
+}
+
+void hcgrt_round_init(struct hcgrt_round *r, hcg_ctx *ctx, int kind,
+                      hcgrt_round_step step, void *arg) {
+  hcgrt_round_plan(r, kind, ctx->world, ctx->fanin);
+  r->ctx = ctx;
+  r->timeout_s = ctx->timeout_s;
+  r->step = step;
+  r->arg = arg;
+  r->take = hcgrt_exchange_fence;
+  hcg_error none = HCG_ERROR_INIT;
+  r->own = r->scratch = r->fence_err = none;
+}
+
+const char *hcgrt_round_fence_name(const struct hcgrt_round *r, int fence,
+                                   char *buf, size_t cap) {
+  static const char *const name[] = {
+      [HCGRT_FENCE_IDS] = "the group exchange",
+      [HCGRT_FENCE_SLICES] = "the agreement's slice verdicts",
+      [HCGRT_FENCE_GROUPS] = "the agreement's group verdicts",
+      [HCGRT_FENCE_RELAY] = "the relay of group ids",
+      [HCGRT_FENCE_DONE] = "the agreement on the communicators",
+  };
+  if (fence == HCGRT_FENCE_BROADCAST)
+    snprintf(buf, cap, "a broadcast from rank %d", r->root);
+  else
+    snprintf(buf, cap, "%s", name[fence]);
+  return buf;
+}
+
+int hcgrt_round_fence_timeout(const struct hcgrt_round *r, int fence) {
+  /* Peers may still be in NCCL initialization (up to the timeout) when a
+   * rank reaches the agreement on the communicators. */
+  return fence == HCGRT_FENCE_DONE ? 2 * r->timeout_s + 5 : r->timeout_s;
+}
+
+hcg_error *hcgrt_round_err(struct hcgrt_round *r) {
+  return r->status ? &r->scratch : &r->own;
+}
+
+int hcgrt_round_note(struct hcgrt_round *r, int rc) {
+  if (rc && !r->status)
+    r->status = rc;
+  return rc;
+}
+
+int hcgrt_round_run(struct hcgrt_round *r) {
+  for (int k = 0; k < r->n; k++) {
+    int f = r->fence[k];
+    r->step(r, f, 0, r->arg);
+    if (k == 0 && r->status && r->leave_early)
+      return HCGRT_ROUND_OWN_FAILURE;
+    char what[64];
+    hcgrt_round_fence_name(r, f, what, sizeof what);
+    int rc =
+        r->take(r->ctx, hcgrt_round_fence_timeout(r, f), what, &r->fence_err);
+    if (rc) {
+      r->broken = f;
+      r->fence_rc = rc;
+      return HCGRT_ROUND_BROKEN;
+    }
+    r->step(r, f, 1, r->arg);
+  }
+  return r->status ? HCGRT_ROUND_OWN_FAILURE : HCGRT_ROUND_OK;
+}
+
+int hcgrt_round_end(const struct hcgrt_round *r, hcg_error *err) {
+  if (r->status) {
+    if (err)
+      *err = r->own;
+    return r->status;
+  }
+  if (r->broken >= 0) {
+    if (err)
+      *err = r->fence_err;
+    return r->fence_rc;
+  }
+  return HCG_OK;
+}
+
+void hcgrt_round_next(struct hcgrt_round *r, int kind, hcgrt_round_step step) {
+  struct hcgrt_round prev = *r;
+  hcgrt_round_init(r, prev.ctx, kind, step, prev.arg);
+  r->take = prev.take;
+  r->status = prev.status;
+  r->own = prev.own;
+}

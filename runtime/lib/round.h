@@ -1,0 +1,109 @@
+/*
+ * round.h - a collective round: the fences a call makes over the whole
+ * job, in an order every process derives alike, and this rank's puts and
+ * gets around each of them.
+ *
+ * PMIx fences pair by count: if one process takes a fence that another
+ * skips, every later fence of the two is off by one and the job hangs.
+ * So the schedule of a round depends on the job's size and fan-in alone
+ * (hcgrt_round_init), never on the rank, its groups or what failed, and
+ * hcgrt_round_run takes every fence of it. A rank that fails along the
+ * way goes on fencing (its steps then publish that failure, or nothing);
+ * only a fence that fails ends the round, as the fences no longer pair.
+ */
+#ifndef HCG_ROUND_H
+#define HCG_ROUND_H
+
+#include "rt.h"
+
+/* The rounds of libhcg. */
+enum hcgrt_round_kind {
+  HCGRT_ROUND_IDS,       /* hcg_exchange_ids: the ids, then relays      */
+  HCGRT_ROUND_READY,     /* hcg_comm_create: the ids and READY statuses */
+  HCGRT_ROUND_DONE,      /* hcg_comm_create: the DONE statuses          */
+  HCGRT_ROUND_BROADCAST, /* hcg_ctx_broadcast                           */
+};
+
+/* The fences a round may take, each with its name in messages. */
+enum hcgrt_fence {
+  HCGRT_FENCE_IDS,       /* "the group exchange"                 */
+  HCGRT_FENCE_SLICES,    /* "the agreement's slice verdicts"     */
+  HCGRT_FENCE_GROUPS,    /* "the agreement's group verdicts"     */
+  HCGRT_FENCE_RELAY,     /* "the relay of group ids"             */
+  HCGRT_FENCE_DONE,      /* "the agreement on the communicators" */
+  HCGRT_FENCE_BROADCAST, /* "a broadcast from rank R"            */
+};
+
+#define HCGRT_ROUND_FENCES 4 /* the most fences of one round */
+
+/* What hcgrt_round_run reports: every fence taken and no failure; this
+ * rank failed but took every fence (its peers learn it from what it
+ * published); or a fence failed and the round stopped there. */
+enum hcgrt_round_result {
+  HCGRT_ROUND_OK,
+  HCGRT_ROUND_OWN_FAILURE,
+  HCGRT_ROUND_BROKEN,
+};
+
+struct hcgrt_round;
+
+/* This rank's part around one fence of the schedule: before it (after 0:
+ * its puts) or after it (after 1: its gets, and the puts for the next
+ * one). A step reports a failure with hcgrt_round_note and goes on; it
+ * must not fence. */
+typedef void (*hcgrt_round_step)(struct hcgrt_round *r, int fence, int after,
+                                 void *arg);
+
+/* Takes one fence; hcgrt_exchange_fence but in tests. */
+typedef int (*hcgrt_round_take)(hcg_ctx *ctx, int timeout_s, const char *what,
+                                hcg_error *err);
+
+struct hcgrt_round {
+  hcg_ctx *ctx;
+  int kind;
+  int n;                         /* fences in the schedule      */
+  int fence[HCGRT_ROUND_FENCES]; /* enum hcgrt_fence, in order  */
+  /* 1: a failure before the first fence ends the round without fencing
+   * (nothing would tell the peers; they time out and name this rank). */
+  int leave_early;
+  hcgrt_round_step step;
+  void *arg;
+  hcgrt_round_take take;
+  int timeout_s;     /* the context's: DONE waits 2x + 5 s        */
+  int root;          /* a broadcast's root, for its fence's name */
+  int status;        /* this rank's first failure, or HCG_OK      */
+  hcg_error own;     /* its message                               */
+  hcg_error scratch; /* messages of failures after the first      */
+  int broken;        /* the fence that failed, or -1              */
+  int fence_rc;      /* and its status                            */
+  hcg_error fence_err;
+};
+
+/* The schedule of a round of `kind` in a job of `world` processes with
+ * fan-in `fanin` into r (its steps and arg are the caller's). Pure. */
+void hcgrt_round_plan(struct hcgrt_round *r, int kind, int world, int fanin);
+/* hcgrt_round_plan for the context's job, with its steps. */
+void hcgrt_round_init(struct hcgrt_round *r, hcg_ctx *ctx, int kind,
+                      hcgrt_round_step step, void *arg);
+/* Makes r the next round of the same call (kind, with its steps and the
+ * same arg): the call's rounds share this rank's own failure. */
+void hcgrt_round_next(struct hcgrt_round *r, int kind, hcgrt_round_step step);
+/* Runs the round: before/after steps around each fence in order. */
+int hcgrt_round_run(struct hcgrt_round *r);
+/* The call's outcome: this rank's own failure first (its message into
+ * err), else the failed fence's, else HCG_OK. */
+int hcgrt_round_end(const struct hcgrt_round *r, hcg_error *err);
+
+/* Where a step writes the message of a failure: the round's own while it
+ * has none, else a scratch one (the first failure is the one reported). */
+hcg_error *hcgrt_round_err(struct hcgrt_round *r);
+/* Records the status rc of a step's action; the first failure sticks.
+ * Returns rc. */
+int hcgrt_round_note(struct hcgrt_round *r, int rc);
+
+/* The name and timeout of a fence of this round. */
+const char *hcgrt_round_fence_name(const struct hcgrt_round *r, int fence,
+                                   char *buf, size_t cap);
+int hcgrt_round_fence_timeout(const struct hcgrt_round *r, int fence);
+
+#endif /* HCG_ROUND_H */
