@@ -102,7 +102,10 @@ def build_c(out_dir):
             return obj
 
         core = lists["libhcgcore_la_SOURCES"]
-        rt = lists["libhcgrt_la_SOURCES"] + ["lib/pmix_dl.c"]
+        # The wheel reaches PMIx by dlopen and has no NCCL (its
+        # communicators are torch's): the files Makefile.am picks for that.
+        rt = lists["libhcgrt_la_SOURCES"] + ["lib/pmix_dl.c",
+                                             "lib/comm_none.c"]
         cli = lists["hcg_SOURCES"]
         with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
             objs = dict(zip(core + rt + cli,
