@@ -65,10 +65,13 @@ bounded() {
   shift
   "$@" &
   local pid=$! rc=0
+  # `&&`: when the command ends first, kill_tree stops this sleep, and
+  # the watchdog must then say and stop nothing (it once wrote its line
+  # into a finished tier's log, which root_tier_done went on to read).
   (
-    sleep "$limit"
-    echo "test-all: still running after ${limit}s: stopping it" >&2
-    kill_tree "$pid"
+    sleep "$limit" &&
+      echo "test-all: still running after ${limit}s: stopping it" >&2 &&
+      kill_tree "$pid"
   ) &
   local dog=$!
   wait "$pid" || rc=$?
@@ -264,7 +267,7 @@ root_tier_done() {
     done < <(sed -n '/^==== summary of /,$p' "$log" |
       sed -nE "s/^(PASS|FAIL)  ([0-9]+s)  /\1  \2  $t: /p")
     sed -n '/^skipped, by reason:/,$p' "$log" | sed 1d |
-      awk -v t="$t" '{ n = $1; $1 = ""; sub(/^ /, ""); for (i = 0; i < n; i++) print t ": " $0 }' \
+      awk -v t="$t" '$1 ~ /^[0-9]+$/ { n = $1 + 0; $1 = ""; sub(/^ /, ""); for (i = 0; i < n; i++) print t ": " $0 }' \
         >>"$logs/skips"
     if [ "$run_rc" -eq 0 ]; then
       summary+=("PASS  ${run_s}s  $t: the whole tier")
