@@ -66,7 +66,7 @@ static int parse_bool(const char *s, int *out) {
 }
 
 /* The keys and the list of them in the message for an unknown one come
- * from args_table.h, the table `hcg help plugstack` prints. */
+ * from core/plugstack.h, the table `hcg help plugstack` prints. */
 #define KEY_ID(id, key, value, dflt, meaning) KEY_##id,
 #define KEY_NAME(id, key, value, dflt, meaning) key,
 #define KEY_SYNTAX(id, key, value, dflt, meaning) ", " key "=" value

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "args_table.h"
+#include "core/plugstack.h"
 #include "hcg.h"
 
 /* placement=: what a group of an intra-node dim crossing nodes does. */

@@ -1,13 +1,13 @@
 /*
  * reference.c - `hcg help grammar`, `hcg help fields`, `hcg help plugstack`:
  * the facts the documentation repeats, printed from the one place each
- * lives in the code (core/reference.h, spank/args_table.h), so that
+ * lives in the code (core/reference.h, core/plugstack.h), so that
  * tests/cli/facts.bats can hold every copy in the docs to them.
  */
 #include <string.h>
 
-#include "../../spank/args_table.h"
 #include "cli.h"
+#include "core/plugstack.h"
 #include "core/reference.h"
 
 static void print_grammar(FILE *out) { fputs(hcg__layout_grammar, out); }

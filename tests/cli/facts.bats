@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # One source per fact: the layout grammar (runtime/core/parse.c), the
 # process-group fields (runtime/core/collection.c) and the plugin's
-# plugstack.conf arguments (spank/args_table.h) live once in the code, which
+# plugstack.conf arguments (runtime/core/plugstack.h) live once in the code, which
 # `hcg help grammar|fields|plugstack` prints. Every copy in the README, the
 # man pages, doc/, hcg.h, etc/ and the Python binding is held to that
 # output here, so that a doc that drifts from the code fails a test.

@@ -1,12 +1,14 @@
 /*
- * args_table.h - the plugin's plugstack.conf arguments, listed once: args.c
- * parses these keys (and names them all when it meets an unknown one), and
- * `hcg help plugstack` prints this table, against which tests/cli/facts.bats
- * checks the README, doc/plugin.md, spank_hcg(8) and etc/'s drop-in. Data
- * only (no Slurm), so that the hcg command can include it too.
+ * plugstack.h - the SPANK plugin's plugstack.conf arguments, listed once:
+ * spank/args.c parses these keys (and names them all when it meets an
+ * unknown one), and `hcg help plugstack` prints this table, against which
+ * tests/cli/facts.bats checks the README, doc/plugin.md, spank_hcg(8) and
+ * etc/'s drop-in. Data only; it lives beside the core rather than in spank/
+ * because the hcg command needs it too, also where it is built without the
+ * plugin's sources (the Python wheel copies runtime/ alone).
  */
-#ifndef HCGP_ARGS_TABLE_H
-#define HCGP_ARGS_TABLE_H
+#ifndef HCG_CORE_PLUGSTACK_H
+#define HCG_CORE_PLUGSTACK_H
 
 #include "hcg.h"
 
