@@ -115,13 +115,11 @@ has_block() {
       [ "$got" = "$dflt" ] ||
         { echo "$f: the row '$md ...' gives the default '$got', the plugin '$dflt'"; false; }
     done
-    grep -qE "^\.B[IR]? +\[? *$key=" "$S/spank/spank_hcg.8" ||
-      grep -qE "^\.RB \[ $key=" "$S/spank/spank_hcg.8" ||
-      { echo "spank_hcg.8: no '$key=' in SYNOPSIS"; false; }
     [ "$(grep -cE "^\.(B|BI|BR|RB) +(\[ +)?$key=" "$S/spank/spank_hcg.8")" -ge 2 ] ||
       { echo "spank_hcg.8: '$key=' not both in SYNOPSIS and ARGUMENTS"; false; }
-    grep -qxF -- "#   $key=$value" "$S/etc/plugstack.conf.d/hcg.conf" ||
-      grep -qE -- "^#   $key=[^ ]+ " "$S/etc/plugstack.conf.d/hcg.conf" ||
+    # The drop-in: "#   KEY=VALUE", alone or before its meaning.
+    grep -E -- "^#   $key=" "$S/etc/plugstack.conf.d/hcg.conf" | awk '{ print $2 }' |
+      grep -qxF -- "$key=$value" ||
       { echo "etc/plugstack.conf.d/hcg.conf: no '#   $key=$value'"; false; }
   done <"$T/args"
   # No argument documented that the plugin does not take.
