@@ -28,9 +28,9 @@ return (int)strlen(b);]])],
 # give code that root's slurmstepd loads: -fstack-protector-strong,
 # -D_FORTIFY_SOURCE=2, full RELRO (-z relro -z now). Each flag is probed and
 # left out where the compiler refuses it. _FORTIFY_SOURCE is left out
-# without optimization (glibc warns, and -Werror would fail the -O0 debug
-# builds), where the user's flags already define it, and under a sanitizer,
-# whose interceptors would miss the fortified __*_chk calls.
+# without optimization (it does nothing there, and glibc may warn: the -O0
+# debug builds), where the user's flags already define it, and under a
+# sanitizer, whose interceptors would miss the fortified __*_chk calls.
 # Sets HCG_HARDEN_CFLAGS and HCG_HARDEN_LDFLAGS.
 AC_DEFUN([HCG_HARDENING], [
   AC_ARG_ENABLE([hardening],
@@ -42,10 +42,19 @@ AC_DEFUN([HCG_HARDENING], [
   AS_IF([test "x$enable_hardening" != "xno"], [
     HCG_CHECK_FLAG([-fstack-protector-strong], [compile],
       [HCG_HARDEN_CFLAGS="$HCG_HARDEN_CFLAGS -fstack-protector-strong"])
+    dnl glibc's own warning about -O0 comes from a system header, which
+    dnl GCC keeps quiet: ask the compiler whether it optimizes instead.
+    AC_CACHE_CHECK([whether CFLAGS optimize], [hcg_cv_optimize], [
+      AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[
+#if !defined __OPTIMIZE__
+#error not optimizing
+#endif
+]], [[]])], [hcg_cv_optimize=yes], [hcg_cv_optimize=no])])
     AS_CASE([" $CFLAGS $CPPFLAGS "],
       [*" -fsanitize="*|*_FORTIFY_SOURCE*], [],
-      [HCG_CHECK_FLAG([-D_FORTIFY_SOURCE=2], [compile],
-        [HCG_HARDEN_CFLAGS="$HCG_HARDEN_CFLAGS -D_FORTIFY_SOURCE=2"])])
+      [AS_IF([test "x$hcg_cv_optimize" = "xyes"],
+        [HCG_CHECK_FLAG([-D_FORTIFY_SOURCE=2], [compile],
+          [HCG_HARDEN_CFLAGS="$HCG_HARDEN_CFLAGS -D_FORTIFY_SOURCE=2"])])])
     HCG_CHECK_FLAG([-Wl,-z,relro], [link],
       [HCG_HARDEN_LDFLAGS="$HCG_HARDEN_LDFLAGS -Wl,-z,relro"])
     HCG_CHECK_FLAG([-Wl,-z,now], [link],
