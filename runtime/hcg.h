@@ -158,13 +158,8 @@ const char *hcg_version(void);
 /* ---------------------------------------------------------------------------
  * Layouts
  *
- * The layout language (see hcg(1)):
- *   LAYOUT := ITEM (SEP ITEM)*            SEP := ';' or newline
- *   ITEM   := [NAME ['@' INT] ':'] DIMS   a grid (module)
- *           | NAME '/' NAME ':' DIMS      a view on an earlier grid
- *   DIMS   := DIM (',' DIM)*              fastest-varying first
- *   DIM    := NAME '=' SIZE | NAME        (bare NAME: view dim shared with base)
- *   SIZE   := positive integer | '*'
+ * The layout language: its grammar is printed by `hcg help grammar` (kept
+ * in runtime/core/parse.c) and explained in hcg-layout(5).
  */
 typedef struct hcg_layout hcg_layout;
 

@@ -12,6 +12,7 @@ set -eu
 packages=${HCG_DEPS_PACKAGES:-"
   build-essential autoconf automake libtool pkg-config
   check bats jq valgrind clang libclang-rt-dev time man-db abigail-tools
+  clang-format
   debootstrap rsync
   slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev
   libpmix-dev libpmix-bin

@@ -220,6 +220,7 @@ source_suite() {
   step "NCCL guards: compile against older nccl.h (2.17 refused, 2.18, 2.26, 2.27)" \
     tests/runtime/nccl-compat.sh build || rc=1
   step "ABI check: libhcg against abi/libhcg.abi (abidiff)" scripts/abi-check.sh build || rc=1
+  step "C sources follow .clang-format (clang-format --dry-run)" scripts/check-format.sh || rc=1
   step "make distcheck" make -C build -j"$jobs" distcheck || rc=1
   step "fuzz the layout parser, plugstack arguments, hand-over, domains (${HCG_FUZZ_SECONDS:-60} s)" \
     env HCG_FUZZ_DIR="$src/build/fuzz" tests/fuzz/run-fuzz.sh "${HCG_FUZZ_SECONDS:-60}" || rc=1

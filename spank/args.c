@@ -65,18 +65,15 @@ static int parse_bool(const char *s, int *out) {
   return -1;
 }
 
-enum {
-  KEY_MAX_BYTES,
-  KEY_EXPORT_DIMS,
-  KEY_LANGUAGE,
-  KEY_INTRA_NODE_DIMS,
-  KEY_PLACEMENT,
-  KEY_INTRA_DOMAIN_DIMS,
-  KEY_COUNT
-};
-static const char *const key_names[KEY_COUNT] = {
-    "max_layout_bytes", "export_dims", "language",
-    "intra_node_dims",  "placement",   "intra_domain_dims"};
+/* The keys and the list of them in the message for an unknown one come
+ * from core/plugstack.h, the table `hcg help plugstack` prints. */
+#define KEY_ID(id, key, value, dflt, meaning) KEY_##id,
+#define KEY_NAME(id, key, value, dflt, meaning) key,
+#define KEY_SYNTAX(id, key, value, dflt, meaning) ", " key "=" value
+enum { HCGP_ARGS(KEY_ID) KEY_COUNT };
+static const char *const key_names[KEY_COUNT] = {HCGP_ARGS(KEY_NAME)};
+/* ", max_layout_bytes=N, export_dims=yes|no, ...": skip the first ", ". */
+static const char key_list[] = HCGP_ARGS(KEY_SYNTAX);
 
 static void report_fmt(hcgp_args_report_fn report, void *arg, const char *fmt,
                        ...) __attribute__((format(printf, 3, 4)));
@@ -110,10 +107,8 @@ int hcgp_args_parse(struct hcgp_args *args, int argc, char *const argv[],
     if (key < 0) {
       report_fmt(report, report_arg,
                  "plugstack.conf: unknown argument '%.64s'%s; the arguments "
-                 "are max_layout_bytes=N, export_dims=yes|no, language=NAME, "
-                 "intra_node_dims=DIM[,DIM...], placement=off|warn|refuse, "
-                 "intra_domain_dims=DIM[,DIM...]|none",
-                 word, strlen(word) > 64 ? "..." : "");
+                 "are %s",
+                 word, strlen(word) > 64 ? "..." : "", key_list + 2);
       bad++;
       continue;
     }

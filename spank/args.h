@@ -10,12 +10,8 @@
 
 #include <stddef.h>
 
+#include "core/plugstack.h"
 #include "hcg.h"
-
-/* Default bound on the layout a user may give (text or file), in bytes.
- * Generous for any real layout (a dozen grids fit in a few hundred bytes)
- * while keeping every job's environment small. */
-#define HCGP_DEFAULT_MAX_BYTES 16384
 
 /* placement=: what a group of an intra-node dim crossing nodes does. */
 enum hcgp_placement {

@@ -39,4 +39,10 @@ int explain_svg(FILE *out, const struct desc *d,
 int hcg_cli_layout_dispatch(int argc, char **argv);
 int hcg_cli_layout_help(FILE *out);
 
+/* reference.c: `hcg help TOPIC` for the facts the docs repeat (grammar,
+ * fields, plugstack); -1 when `topic` is none of them. The list of topics,
+ * one line each, for the general help. */
+int hcg_cli_reference(FILE *out, const char *topic);
+void hcg_cli_reference_list(FILE *out);
+
 #endif

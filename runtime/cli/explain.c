@@ -1,7 +1,8 @@
 /*
  * explain.c - `hcg explain`: describes the layout once (describe.c), then
- * hands the description to one printer, text for people (explain_text.c)
- * or JSON for programs (explain_json.c).
+ * hands the description to one printer: text for people (explain_text.c),
+ * JSON for programs (explain_json.c) or an SVG picture of the ranks on
+ * their nodes (explain_svg.c).
  */
 #include <stdlib.h>
 

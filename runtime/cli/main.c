@@ -21,7 +21,7 @@ static const char usage_text[] =
     "                   [--format text|json|svg] [--full] [PLACEMENT]\n"
     "       hcg env     [-n N] [--language NAME] LAYOUT --rank R\n"
     "       hcg layout  --megatron ARGS -n N [--encoder-name NAME]\n"
-    "       hcg help [COMMAND] | hcg COMMAND --help | hcg --version\n"
+    "       hcg help [COMMAND|TOPIC] | hcg COMMAND --help | hcg --version\n"
     "PLACEMENT: --nodes N | --tasks-per-node K, [--distribution D]\n"
     "           [--intra-node-dims DIMS] [--domain-size B]\n"
     "           [--intra-domain-dims DIMS]\n";
@@ -78,7 +78,7 @@ static const char help_text[] =
     "  'vision@0:tp=2,dp=4; llm@0:tp=4,dp=2'\n"
     "\n"
     "exit status: 0 success, 2 usage error or bad layout, 1 other failure.\n"
-    "See hcg(1) and hcg help COMMAND.\n";
+    "See hcg(1) and hcg help COMMAND. The reference, hcg help TOPIC:\n";
 
 /* One command's help: `hcg help COMMAND` and `hcg COMMAND --help`. */
 static const struct {
@@ -135,9 +135,12 @@ static const struct {
             "Prints the HCG_* variables the plugin exports to task R; with\n"
             "--nodes or --tasks-per-node also its HCG_*_LOCAL, and with\n"
             "--domain-size its HCG_*_DOMAIN_LOCAL.\n"},
-    {"help", "usage: hcg help [COMMAND]\n"
-             "\n"
-             "Prints the general help, or the help of COMMAND.\n"},
+    {"help",
+     "usage: hcg help [COMMAND|TOPIC]\n"
+     "\n"
+     "Prints the general help, the help of COMMAND, or TOPIC: the\n"
+     "grammar, the process-group fields or the plugin's plugstack.conf\n"
+     "arguments, as the code holds them (hcg help lists the topics).\n"},
 };
 
 /* Prints the help of `name` (NULL: the general help); -1 when unknown. */
@@ -145,8 +148,11 @@ static int print_help(const char *name) {
   if (!name) {
     fputs(usage_text, stdout);
     fputs(help_text, stdout);
+    hcg_cli_reference_list(stdout);
     return 0;
   }
+  if (!hcg_cli_reference(stdout, name))
+    return 0;
   for (size_t i = 0; i < sizeof command_help / sizeof *command_help; i++)
     if (!strcmp(name, command_help[i].name)) {
       fputs(command_help[i].text, stdout);
@@ -441,7 +447,7 @@ int main(int argc, char **argv) {
     if (argc > 3)
       return usage_error("%s", "help takes at most one COMMAND");
     if (print_help(argc == 3 ? argv[2] : NULL))
-      return usage_error("no help for '%s': not a command", argv[2]);
+      return usage_error("no help for '%s': not a command or topic", argv[2]);
     return 0;
   }
   rc = parse_args(argc, argv, &o);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "reference.h"
 
 enum { BASE = 0, EXPERT = 1 };
 
@@ -70,6 +71,16 @@ int hcg_field_find(const char *name) {
     if (strcmp(fields[f].name, name) == 0)
       return f;
   return -1;
+}
+
+const char *hcg__field_view(enum hcg_field field) {
+  if (field < 0 || field >= HCG_FIELD_COUNT)
+    return NULL;
+  return fields[field].where == EXPERT ? "expert" : "";
+}
+
+const char *const *hcg__field_dims(enum hcg_field field) {
+  return field >= 0 && field < HCG_FIELD_COUNT ? fields[field].dims : NULL;
 }
 
 int hcg_field_alias(enum hcg_field field) {

@@ -1,5 +1,7 @@
 /*
- * parse.c - the layout language's syntax (hcg(1), doc/interfaces.md section 1).
+ * parse.c - the layout language's syntax: its grammar (hcg__layout_grammar,
+ * printed by `hcg help grammar`, the one the docs are checked against) and
+ * the parser that reads it.
  *
  * A hand-written scanner over bytes: every token is checked where it starts,
  * so each error can point at its column. Nothing here knows the world size;
@@ -9,6 +11,21 @@
 #include <string.h>
 
 #include "internal.h"
+#include "reference.h"
+
+/* NAME's bound is HCG_MAX_NAME (tests/cli/facts.bats tries 32 and 33
+ * characters). Lines short enough for a man page's 80 columns. */
+const char hcg__layout_grammar[] =
+    "LAYOUT := ITEM ( SEP ITEM )*            SEP := ';' or newline\n"
+    "ITEM   := [ NAME [ '@' INT ] ':' ] DIMS  a grid (module)\n"
+    "        | NAME '/' NAME ':' DIMS         a view on an earlier grid\n"
+    "DIMS   := DIM ( ',' DIM )*               fastest-varying first\n"
+    "DIM    := NAME '=' SIZE                  the size of a dim\n"
+    "        | NAME                           in a view: shared with the base\n"
+    "SIZE   := positive integer | '*'         '*' inferred, once per "
+    "grid/view\n"
+    "INT    := non-negative integer           the grid's first rank\n"
+    "NAME   := [a-z][a-z0-9_]{0,31}\n";
 
 struct parser {
   struct hcg_layout *L;

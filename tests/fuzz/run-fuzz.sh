@@ -30,7 +30,10 @@ mkdir -p "$out"
 
 command -v "$CC" >/dev/null || { echo "run-fuzz: $CC not found (apt-get install clang libclang-rt-dev)" >&2; exit 1; }
 
-flags="-std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -fno-omit-frame-pointer
+# The language flags of every build, as configure.ac defines them.
+std=$(sed -n 's/^HCG_STD_CFLAGS="\(.*\)"$/\1/p' "$src/configure.ac")
+[ -n "$std" ] || { echo "run-fuzz: no HCG_STD_CFLAGS in configure.ac" >&2; exit 1; }
+flags="$std -g -O1 -fno-omit-frame-pointer
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
   -Wall -Wextra -Werror -I$src/runtime -I$src/spank"
 

@@ -22,6 +22,8 @@ if ! grep -q '^#define HCG_HAVE_NCCL 1' "$build/config.h" ||
 fi
 # CUDA's headers (cuda_runtime_api.h), from the build's own flags.
 cuda_cflags=$(sed -n 's/^CUDA_CFLAGS = //p' "$build/runtime/Makefile")
+# The language and warning flags every file is built with (configure.ac).
+std=$(sed -n 's/^HCG_STD_CFLAGS = //p' "$build/runtime/Makefile")
 warn=$(sed -n 's/^HCG_WARN_CFLAGS = //p' "$build/runtime/Makefile")
 
 tmp=$(mktemp -d)
@@ -98,7 +100,7 @@ EOF
 # compile MAJOR.MINOR FILE: compiles one libhcg file against that stand-in.
 compile() {
   # shellcheck disable=SC2086 # the flags are words
-  "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L $warn -pthread \
+  "$cc" $std $warn -pthread \
     -I"$tmp/$1" -I"$build" -I"$src/runtime" -I"$src/runtime/lib" \
     $cuda_cflags -c "$src/runtime/lib/$2" -o "$tmp/$1-${2%.c}.o"
 }
