@@ -15,7 +15,7 @@ import re
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _lib
-from .errors import HcgError, Status
+from .errors import HcgError, HcgRuntimeError, HcgValueError, Status
 from .layout import (GridRef, Group, Layout, Spec, Stage, ViewRef)
 
 _INT = re.compile(r"[0-9]{1,10}\Z")
@@ -31,12 +31,12 @@ def in_task(environ: Optional[Mapping[str, str]] = None) -> bool:
 def _int(env: Mapping[str, str], name: str, lo: int, hi: int) -> int:
     value = env.get(name)
     if value is None:
-        raise HcgError(Status.EENV, "%s is not set: the task was not started "
-                       "by srun --hcg-layout (the hcg SPANK plugin exports "
-                       "it)" % name)
+        raise HcgRuntimeError(Status.EENV, "%s is not set: the task was not started "
+                              "by srun --hcg-layout (the hcg SPANK plugin exports "
+                              "it)" % name)
     if not _INT.match(value) or not lo <= int(value) <= hi:
-        raise HcgError(Status.EENV, "%s=%r is not an integer in [%d, %d]"
-                       % (name, value[:64], lo, hi))
+        raise HcgRuntimeError(Status.EENV, "%s=%r is not an integer in [%d, %d]"
+                              % (name, value[:64], lo, hi))
     return int(value)
 
 
@@ -97,8 +97,8 @@ class TaskEnv:
             return mine[0]
         if self.language in mine:
             return self.language
-        raise HcgError(Status.EINVAL, "rank %d is in grids %s: name one"
-                       % (self.rank, ", ".join(mine)))
+        raise HcgValueError(Status.EINVAL, "rank %d is in grids %s: name one"
+                            % (self.rank, ", ".join(mine)))
 
     def _g(self, grid: GridRef) -> GridRef:
         return self.default_grid() if grid is None else grid
@@ -138,30 +138,30 @@ def from_environ(environ: Optional[Mapping[str, str]] = None) -> TaskEnv:
     version = env.get("HCG_VERSION")
     text = env.get("HCG_LAYOUT")
     if version is None and text is None:
-        raise HcgError(Status.EENV, "no HCG_* environment (HCG_VERSION and "
-                       "HCG_LAYOUT are not set): start the job with srun "
-                       "--hcg-layout=LAYOUT (the hcg SPANK plugin)")
+        raise HcgRuntimeError(Status.EENV, "no HCG_* environment (HCG_VERSION and "
+                              "HCG_LAYOUT are not set): start the job with srun "
+                              "--hcg-layout=LAYOUT (the hcg SPANK plugin)")
     if version is None:
-        raise HcgError(Status.EENV, "HCG_VERSION is not set although "
-                       "HCG_LAYOUT is: the environment was not made by the "
-                       "hcg SPANK plugin")
+        raise HcgRuntimeError(Status.EENV, "HCG_VERSION is not set although "
+                              "HCG_LAYOUT is: the environment was not made by the "
+                              "hcg SPANK plugin")
     if not _INT.match(version) or int(version) != _lib.ENV_VERSION:
-        raise HcgError(Status.EENV, "HCG_VERSION=%r but this binding reads "
-                       "version %d of the environment: upgrade the plugin or "
-                       "the hcg Python package so that they match"
-                       % (version[:32], _lib.ENV_VERSION))
+        raise HcgRuntimeError(Status.EENV, "HCG_VERSION=%r but this binding reads "
+                              "version %d of the environment: upgrade the plugin or "
+                              "the hcg Python package so that they match"
+                              % (version[:32], _lib.ENV_VERSION))
     world = _int(env, "HCG_WORLD_SIZE", 1, _lib.MAX_WORLD)
     rank = _int(env, "HCG_RANK", 0, world - 1)
     if text is None:
-        raise HcgError(Status.EENV, "HCG_LAYOUT is not set: the task was not "
-                       "started by srun --hcg-layout")
+        raise HcgRuntimeError(Status.EENV, "HCG_LAYOUT is not set: the task was not "
+                              "started by srun --hcg-layout")
     language = env.get("HCG_LANGUAGE") or None
     try:
         layout = Layout(text, world, language)
     except HcgError as exc:
-        raise HcgError(Status.EENV, "HCG_LAYOUT is not a valid layout for "
-                       "HCG_WORLD_SIZE=%d: %s" % (world, exc.message),
-                       exc.line, exc.column) from None
+        raise HcgRuntimeError(Status.EENV, "HCG_LAYOUT is not a valid layout for "
+                              "HCG_WORLD_SIZE=%d: %s" % (world, exc.message),
+                              exc.line, exc.column) from None
     try:
         _check_consistent(env, layout, rank)
         local = node_local_of(env, layout, rank)
@@ -202,8 +202,8 @@ def _verdicts_of(env: Mapping[str, str], layout: Layout, rank: int,
                 if value is None:
                     continue
                 if value not in ("0", "1"):
-                    raise HcgError(Status.EENV, "%s=%r, not 0 or 1"
-                                   % (name, value[:32]))
+                    raise HcgRuntimeError(Status.EENV, "%s=%r, not 0 or 1"
+                                          % (name, value[:32]))
                 key = g.name if v.index == 0 else "%s/%s" % (g.name, v.name)
                 out["%s:%s" % (key, d.name)] = value == "1"
     return out
@@ -220,7 +220,7 @@ def _check_consistent(env: Mapping[str, str], layout: Layout, rank: int) -> None
             continue
         have = env.get(name)
         if have is not None and have != want:
-            raise HcgError(Status.EMISMATCH, "%s=%r but HCG_RANK=%d and "
-                           "HCG_LAYOUT give %r: the HCG_* variables disagree "
-                           "(was HCG_RANK changed after launch?)"
-                           % (name, have[:128], rank, want))
+            raise HcgRuntimeError(Status.EMISMATCH, "%s=%r but HCG_RANK=%d and "
+                                  "HCG_LAYOUT give %r: the HCG_* variables disagree "
+                                  "(was HCG_RANK changed after launch?)"
+                                  % (name, have[:128], rank, want))

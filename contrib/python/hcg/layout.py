@@ -14,7 +14,8 @@ from typing import (Any, Dict, Iterator, List, NamedTuple, Optional, Sequence,
                     Tuple, Union, overload)
 
 from . import _lib
-from .errors import HcgError, Status, fail, from_c
+from .errors import (HcgError, HcgKeyError, HcgTypeError, HcgValueError,
+                     Status, error, fail, from_c)
 
 #: Field names of a grid's process-group collection, in hcg.h order
 #: (enum hcg_field). Megatron's ProcessGroupCollection uses the same names.
@@ -61,8 +62,8 @@ class View(NamedTuple):
         for d in self.dims:
             if d.name == name:
                 return d
-        raise HcgError(Status.ENOTFOUND, "view '%s' has no dim '%s' (dims: %s)"
-                       % (self.name, name, ", ".join(self.dim_names)))
+        raise HcgKeyError(Status.ENOTFOUND, "view '%s' has no dim '%s' (dims: %s)"
+                          % (self.name, name, ", ".join(self.dim_names)))
 
 
 class Grid(NamedTuple):
@@ -89,8 +90,8 @@ class Grid(NamedTuple):
         for v in self.views:
             if v.name == name:
                 return v
-        raise HcgError(Status.ENOTFOUND, "grid '%s' has no view '%s' (views: %s)"
-                       % (self.name, name,
+        raise HcgKeyError(Status.ENOTFOUND, "grid '%s' has no view '%s' (views: %s)"
+                          % (self.name, name,
                           ", ".join(v.name for v in self.views)))
 
     def contains(self, rank: int) -> bool:
@@ -156,22 +157,26 @@ Spec = Union[str, Request]
 def _cint(value: int, what: str) -> int:
     """An int that fits a C int: ctypes would silently truncate others."""
     if isinstance(value, bool):
-        raise TypeError("%s must be an int, not bool" % what)
-    value = operator.index(value)
+        raise HcgTypeError(Status.EINVAL, "%s must be an int, not bool" % what)
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise HcgTypeError(Status.EINVAL, "%s must be an int, not %s"
+                           % (what, type(value).__name__)) from None
     if not _INT_MIN <= value <= _INT_MAX:
-        raise HcgError(Status.ERANGE, "%s %d does not fit a C int" % (what, value))
+        raise HcgValueError(Status.ERANGE, "%s %d does not fit a C int" % (what, value))
     return value
 
 
 def _embedding_kind(kind: Union[str, int]) -> int:
     if isinstance(kind, str):
         if kind not in EMBEDDINGS:
-            raise HcgError(Status.EINVAL, "embedding kind is 'embd' or "
-                           "'pos_embd', got %r" % kind)
+            raise HcgValueError(Status.EINVAL, "embedding kind is 'embd' or "
+                                "'pos_embd', got %r" % kind)
         return EMBEDDINGS.index(kind)
     kind = operator.index(kind)
     if kind not in (0, 1):
-        raise HcgError(Status.EINVAL, "embedding kind is 0 or 1, got %d" % kind)
+        raise HcgValueError(Status.EINVAL, "embedding kind is 0 or 1, got %d" % kind)
     return kind
 
 
@@ -202,14 +207,14 @@ class Layout:
         lang = language.encode("utf-8") if language is not None else None
         cfg.language = lang
         if max_bytes < 0:
-            raise HcgError(Status.EINVAL, "max_bytes must be >= 0")
+            raise HcgValueError(Status.EINVAL, "max_bytes must be >= 0")
         cfg.max_bytes = max_bytes
         raw = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         out = ctypes.c_void_p()
         err = _lib.Error()
         if raw.startswith(b"@"):
             if b"\0" in raw:
-                raise HcgError(Status.EINVAL, "file name holds a NUL byte")
+                raise HcgValueError(Status.EINVAL, "file name holds a NUL byte")
             rc = lib.hcg_layout_load(raw, ctypes.byref(cfg), ctypes.byref(out),
                                      ctypes.byref(err))
         else:
@@ -254,7 +259,7 @@ class Layout:
 
     def _p(self) -> int:
         if not self._ptr:
-            raise HcgError(Status.EINVAL, "the layout is closed")
+            raise HcgValueError(Status.EINVAL, "the layout is closed")
         return self._ptr
 
     def __repr__(self) -> str:
@@ -322,8 +327,8 @@ class Layout:
     def _grid_index(self, grid: GridRef) -> int:
         if grid is None:
             if len(self._grids) != 1:
-                raise HcgError(Status.EINVAL, "the layout has %d grids (%s): "
-                               "name one" % (len(self._grids), ", ".join(
+                raise HcgValueError(Status.EINVAL, "the layout has %d grids (%s): "
+                                    "name one" % (len(self._grids), ", ".join(
                                    g.name for g in self._grids)))
             return 0
         if isinstance(grid, Grid):
@@ -332,13 +337,13 @@ class Layout:
             for g in self._grids:
                 if g.name == grid:
                     return g.index
-            raise HcgError(Status.ENOTFOUND, "no grid '%s' in the layout "
-                           "(grids: %s)" % (grid, ", ".join(
+            raise HcgKeyError(Status.ENOTFOUND, "no grid '%s' in the layout "
+                              "(grids: %s)" % (grid, ", ".join(
                                g.name for g in self._grids)))
         index = operator.index(grid)
         if not 0 <= index < len(self._grids):
-            raise HcgError(Status.ENOTFOUND, "no grid %d in a layout of %d "
-                           "grids" % (index, len(self._grids)))
+            raise HcgKeyError(Status.ENOTFOUND, "no grid %d in a layout of %d "
+                              "grids" % (index, len(self._grids)))
         return index
 
     def _outside(self, rc: int, rank: int, g: int, what: str) -> HcgError:
@@ -346,8 +351,8 @@ class Layout:
         rank is outside it."""
         grid = self._grids[g]
         if rc == Status.ENOTMEMBER:
-            return HcgError(rc, "%s: rank %d is not in grid '%s' (ranks %d-%d)"
-                            % (what, rank, grid.name, grid.offset,
+            return error(rc, "%s: rank %d is not in grid '%s' (ranks %d-%d)"
+                         % (what, rank, grid.name, grid.offset,
                                grid.offset + grid.size - 1))
         return fail(rc, what)
 
@@ -360,8 +365,8 @@ class Layout:
             return self._grids[g].view(view).index
         index = operator.index(view)
         if not 0 <= index < len(self._grids[g].views):
-            raise HcgError(Status.ENOTFOUND, "grid '%s' has no view %d"
-                           % (self._grids[g].name, index))
+            raise HcgKeyError(Status.ENOTFOUND, "grid '%s' has no view %d"
+                              % (self._grids[g].name, index))
         return index
 
     # ---- coordinates and roles ---------------------------------------------
@@ -414,8 +419,8 @@ class Layout:
         rank = _cint(rank, "rank")
         rc = self._lib.hcg_rank_env(self._p(), rank, callback, None)
         if rc == Status.ENOTMEMBER:
-            raise HcgError(rc, "environment: rank %d is outside the world "
-                           "[0, %d)" % (rank, self._world))
+            raise error(rc, "environment: rank %d is outside the world "
+                        "[0, %d)" % (rank, self._world))
         if rc:
             raise fail(rc, "environment of rank %d" % rank)
         return out
@@ -428,8 +433,9 @@ class Layout:
         if isinstance(spec, Request):
             return spec
         if not isinstance(spec, str):
-            raise TypeError("a group spec is a str like 'llm:dp,cp' or a "
-                            "Request, not %s" % type(spec).__name__)
+            raise HcgTypeError(Status.EINVAL, "a group spec is a str like "
+                               "'llm:dp,cp' or a Request, not %s"
+                               % type(spec).__name__)
         c = _lib.Request()
         err = _lib.Error()
         rc = self._lib.hcg_request_parse(self._p(), spec.encode("utf-8"),
@@ -475,8 +481,8 @@ class Layout:
         g = self._grids[req.grid_index] if req.grid_index < len(self._grids) else None
         if (g is None or g.name != req.grid or req.view_index >= len(g.views)
                 or g.views[req.view_index].name != req.view):
-            raise HcgError(Status.EINVAL, "request %s does not belong to "
-                           "this layout" % req.key)
+            raise HcgValueError(Status.EINVAL, "request %s does not belong to "
+                                "this layout" % req.key)
         return req, _lib.Request(req.grid_index, req.view_index, req.mask)
 
     def _members(self, group: Any) -> List[int]:
@@ -526,8 +532,8 @@ class Layout:
         grid does not provide it (all of its dims are absent)."""
         index = self._lib.hcg_field_find(field.encode("utf-8"))
         if index < 0:
-            raise HcgError(Status.ENOTFOUND, "no collection field '%s' "
-                           "(fields: %s)" % (field, ", ".join(FIELDS)))
+            raise HcgKeyError(Status.ENOTFOUND, "no collection field '%s' "
+                              "(fields: %s)" % (field, ", ".join(FIELDS)))
         g = self._grid_index(grid)
         c = _lib.Request()
         rc = self._lib.hcg_collection_request(self._p(), g, index,
@@ -574,7 +580,7 @@ class Layout:
         lib = _lib.lib()
         index = lib.hcg_field_find(field.encode("utf-8"))
         if index < 0:
-            raise HcgError(Status.ENOTFOUND, "no collection field '%s'" % field)
+            raise HcgKeyError(Status.ENOTFOUND, "no collection field '%s'" % field)
         alias = lib.hcg_field_alias(index)
         return _lib.text(lib.hcg_field_name(alias)) if alias >= 0 else None
 

@@ -10,19 +10,25 @@ import datetime
 import os
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
-from ..errors import HcgError, Status
+from ..errors import HcgRuntimeError, HcgTypeError, HcgValueError, Status
 
 
 class TorchUnavailableError(ImportError):
     """PyTorch (with torch.distributed) cannot be used in this process."""
 
 
+class NotInitializedError(HcgRuntimeError, ValueError):
+    """A call that needs torch.distributed's default group before there is
+    one. Both a RuntimeError (what torch 1.x raises there) and a ValueError
+    (torch 2.x)."""
+
+
 def dist() -> Any:
     """torch.distributed, imported now (and only now)."""
     try:
-        import torch.distributed as d  # type: ignore[import]
+        import torch.distributed as d
     except ImportError as exc:
         raise TorchUnavailableError(
             "hcg.torch needs PyTorch with torch.distributed, and importing it "
@@ -42,31 +48,48 @@ DEFAULT_TIMEOUT_S = 300
 MAX_TIMEOUT_S = 86400
 
 
-def timeout_of(timeout: Any) -> datetime.timedelta:
-    """A timedelta from a timedelta, a number of seconds or None (then
-    HCG_TIMEOUT, then DEFAULT_TIMEOUT_S)."""
+#: A timeout as hcg.torch takes it: a timedelta, or seconds (an int or a
+#: float), as torch.distributed's own calls take the former.
+Timeout = Union[datetime.timedelta, float]
+
+
+def timeout_of(timeout: Optional[Timeout]) -> datetime.timedelta:
+    """The timeout a caller gave, checked.
+
+    Args:
+        timeout: a timedelta, a number of seconds, or None: then
+            HCG_TIMEOUT (whole seconds), then DEFAULT_TIMEOUT_S.
+
+    Returns:
+        The timeout as a timedelta.
+
+    Raises:
+        hcg.HcgTypeError: neither a timedelta nor a number.
+        hcg.HcgValueError: not more than 0 s and at most MAX_TIMEOUT_S.
+        hcg.HcgRuntimeError: an HCG_TIMEOUT that is no such number (EENV).
+    """
     if timeout is None:
         text = os.environ.get("HCG_TIMEOUT")
         if text is None or text == "":
             return datetime.timedelta(seconds=DEFAULT_TIMEOUT_S)
         if not text.isdigit() or not 1 <= int(text) <= MAX_TIMEOUT_S:
-            raise HcgError(Status.EENV, "HCG_TIMEOUT='%s': expected whole "
-                           "seconds from 1 to %d" % (text, MAX_TIMEOUT_S))
+            raise HcgRuntimeError(Status.EENV, "HCG_TIMEOUT='%s': expected whole "
+                                  "seconds from 1 to %d" % (text, MAX_TIMEOUT_S))
         return datetime.timedelta(seconds=int(text))
     if isinstance(timeout, datetime.timedelta):
         seconds = timeout.total_seconds()
     elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
         seconds = float(timeout)
     else:
-        raise HcgError(Status.EINVAL, "timeout must be a datetime.timedelta "
-                       "or seconds, got %r" % (timeout,))
+        raise HcgTypeError(Status.EINVAL, "timeout must be a datetime.timedelta "
+                           "or seconds, got %r" % (timeout,))
     if not 0 < seconds <= MAX_TIMEOUT_S:
-        raise HcgError(Status.EINVAL, "timeout must be more than 0 and at "
-                       "most %d s, got %g s" % (MAX_TIMEOUT_S, seconds))
+        raise HcgValueError(Status.EINVAL, "timeout must be more than 0 and at "
+                            "most %d s, got %g s" % (MAX_TIMEOUT_S, seconds))
     return datetime.timedelta(seconds=seconds)
 
 
-def group_timeout(timeout: Any) -> datetime.timedelta:
+def group_timeout(timeout: Optional[Timeout]) -> datetime.timedelta:
     """The timeout of a group: the caller's, else init()'s, else
     timeout_of(None)."""
     if timeout is not None:
@@ -151,7 +174,7 @@ def keep_backends(pg: Any) -> None:
     getter = getattr(pg, "_get_backend", None)
     if getter is None:
         return
-    import torch  # type: ignore[import]
+    import torch
 
     types = getattr(pg, "_device_types", None)
     names = [str(t) for t in types] if types else ["cpu", "cuda"]

@@ -23,10 +23,11 @@ import warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..env import TaskEnv, domain_local_of, from_environ, node_local_of
-from ..errors import HcgError, Status
+from ..errors import HcgTypeError, HcgValueError, Status
 from ..layout import EMBEDDINGS, FIELDS, GridRef, Layout, Spec
 from . import groups as _groups
-from ._base import STATE, dist, group_timeout, timeout_of
+from ._base import (STATE, NotInitializedError, dist, group_timeout,
+                    timeout_of)
 
 #: The weight-rematerialization groups of Megatron's collection, each over
 #: one dim: ``gtp_remat`` of the base, ``expt_gtp_remat`` of the expert view.
@@ -132,7 +133,7 @@ class ProcessGroups:
             ImportError: ``cls`` is None and Megatron-LM is not importable.
         """
         if cls is None:
-            from megatron.core.process_groups_config import (  # type: ignore[import]
+            from megatron.core.process_groups_config import (
                 ProcessGroupCollection)
             cls = ProcessGroupCollection
         try:
@@ -188,7 +189,7 @@ class MultiModuleCollection(Dict[str, ProcessGroups]):
         language_model_module_name=...)``; by default Megatron's
         MultiModuleProcessGroupCollection."""
         if cls is None:
-            from megatron.core.process_groups_config import (  # type: ignore[import]
+            from megatron.core.process_groups_config import (
                 MultiModuleProcessGroupCollection)
             cls = MultiModuleProcessGroupCollection
         return cls(module_pgs={n: p.to_megatron(collection_cls)
@@ -200,8 +201,8 @@ def _resolve(source: Source, d: Any) -> Tuple[Layout, int, bool]:
     """(layout, rank, owned) from what the caller gave, checked against the
     default process group."""
     if not d.is_initialized():
-        raise HcgError(Status.EINVAL, "torch.distributed is not initialized: "
-                       "call hcg.torch.init() first (or init_process_group)")
+        raise NotInitializedError(Status.EINVAL, "torch.distributed is not initialized: "
+                                  "call hcg.torch.init() first (or init_process_group)")
     world, rank = d.get_world_size(), d.get_rank()
     owned = False
     if source is None:
@@ -213,20 +214,20 @@ def _resolve(source: Source, d: Any) -> Tuple[Layout, int, bool]:
         source, owned = Layout(source, world), True
     if isinstance(source, TaskEnv):
         if source.rank != rank:
-            raise HcgError(Status.EMISMATCH, "HCG_RANK=%d but "
-                           "torch.distributed.get_rank()=%d: the torch ranks "
-                           "must be the Slurm task ranks (RANK=$SLURM_PROCID)"
-                           % (source.rank, rank))
+            raise HcgValueError(Status.EMISMATCH, "HCG_RANK=%d but "
+                                "torch.distributed.get_rank()=%d: the torch ranks "
+                                "must be the Slurm task ranks (RANK=$SLURM_PROCID)"
+                                % (source.rank, rank))
         layout = source.layout
     elif isinstance(source, Layout):
         layout = source
     else:
-        raise HcgError(Status.EINVAL, "a layout source is an hcg.Layout, a "
-                       "TaskEnv, layout text or None, not %s"
-                       % type(source).__name__)
+        raise HcgTypeError(Status.EINVAL, "a layout source is an hcg.Layout, a "
+                           "TaskEnv, layout text or None, not %s"
+                           % type(source).__name__)
     if layout.world_size != world:
-        raise HcgError(Status.EMISMATCH, "the layout is for %d ranks but the "
-                       "torch world has %d" % (layout.world_size, world))
+        raise HcgValueError(Status.EMISMATCH, "the layout is for %d ranks but the "
+                            "torch world has %d" % (layout.world_size, world))
     return layout, rank, owned
 
 
@@ -316,8 +317,8 @@ class GroupFactory:
             extra = self._options_fn(key) or {}
             unknown = sorted(set(extra) - set(_OPTION_NAMES))
             if unknown:
-                raise HcgError(Status.EINVAL, "options_fn('%s') returned %s; "
-                               "allowed: %s" % (key, ", ".join(unknown),
+                raise HcgValueError(Status.EINVAL, "options_fn('%s') returned %s; "
+                                    "allowed: %s" % (key, ", ".join(unknown),
                                                 ", ".join(_OPTION_NAMES)))
             kw.update(extra)
             if "timeout" in extra:
@@ -406,8 +407,8 @@ class GroupFactory:
             embedding = g.language
         if embedding:
             if not g.language:
-                raise HcgError(Status.EINVAL, "grid '%s' is not the language "
-                               "module: it has no embedding groups" % g.name)
+                raise HcgValueError(Status.EINVAL, "grid '%s' is not the language "
+                                    "module: it has no embedding groups" % g.name)
             for kind in EMBEDDINGS:
                 found = self._embedding_member(kind) if inside else None
                 plan[kind] = (("%s#%s" % (g.name, kind), found[1]) if found
@@ -488,5 +489,6 @@ def new_collections(source: Source = None,
     return GroupFactory(source, **kwargs).collections(grids)
 
 
-#: Megatron's name for the MIMO result.
+#: An alias of :func:`new_collections` under the name Megatron's MIMO code
+#: uses for its result (doc/torch.md documents both): the same function.
 new_multimodule_collection = new_collections

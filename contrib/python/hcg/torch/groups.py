@@ -47,9 +47,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
-from ..errors import HcgError, Status
+from ..errors import HcgError, HcgRuntimeError, HcgValueError, Status
 from . import _meet
-from ._base import STATE, dist, keep_backends, tcp_store
+from ._base import STATE, NotInitializedError, dist, keep_backends, tcp_store
 
 #: Most groups a rank connects at once. Measured with bench_torch's
 #: collection at 32 tasks on 2 CPUs (7 shared groups per rank, torch 1.13):
@@ -156,9 +156,9 @@ class _Constructor(_Way):
             opts._timeout = s.timeout
             pg = d.ProcessGroupNCCL(ps, grank, len(s.members), opts)
         else:
-            raise HcgError(Status.ENOTSUP, "hcg.torch makes gloo and nccl "
-                           "groups on this PyTorch, not '%s' (group '%s')"
-                           % (backend, s.key))
+            raise HcgRuntimeError(Status.ENOTSUP, "hcg.torch makes gloo and nccl "
+                                  "groups on this PyTorch, not '%s' (group '%s')"
+                                  % (backend, s.key))
         self.pg_map[pg] = (backend, ps)
         self.pg_names[pg] = "hcg:%s" % prefix[4:-1]  # never numeric
         self.pg_group_ranks[pg] = {m: i for i, m in enumerate(s.members)}
@@ -194,8 +194,8 @@ class _Helper(_Way):
             "store": store, "group_name": prefix[:-1], "timeout": s.timeout}
         if s.pg_options is not None:
             if self.options is None:
-                raise HcgError(Status.ENOTSUP, "group '%s': this PyTorch's "
-                               "group helper takes no backend options" % s.key)
+                raise HcgRuntimeError(Status.ENOTSUP, "group '%s': this PyTorch's "
+                                      "group helper takes no backend options" % s.key)
             kwargs[self.options] = s.pg_options
         if self.desc:
             kwargs["group_desc"] = s.desc or s.key
@@ -253,11 +253,11 @@ def _detect(d: Any) -> _Way:
         return _Helper(helper, tables[2])
     if _accepts(d.new_group, "use_local_synchronization"):
         return _Public(_accepts(d.new_group, "group_desc"))
-    raise HcgError(Status.ENOTSUP, "this PyTorch has neither a backend "
-                   "constructor that gives a process group, nor a group "
-                   "helper that takes a group name, nor "
-                   "new_group(use_local_synchronization=): groups cannot be "
-                   "made by their members alone")
+    raise HcgRuntimeError(Status.ENOTSUP, "this PyTorch has neither a backend "
+                          "constructor that gives a process group, nor a group "
+                          "helper that takes a group name, nor "
+                          "new_group(use_local_synchronization=): groups cannot be "
+                          "made by their members alone")
 
 
 def members_only_public(d: Any) -> bool:
@@ -292,12 +292,12 @@ def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, Any]:
     key -> process group. Only their members call this, in any order."""
     d = dist()
     if not d.is_initialized():
-        raise HcgError(Status.EINVAL, "torch.distributed is not initialized: "
-                       "call hcg.torch.init() (or init_process_group) first")
+        raise NotInitializedError(Status.EINVAL, "torch.distributed is not initialized: "
+                                  "call hcg.torch.init() (or init_process_group) first")
     for s in specs:
         if rank not in s.members:
-            raise HcgError(Status.ENOTMEMBER, "rank %d is not a member of "
-                           "group '%s'" % (rank, s.key))
+            raise HcgValueError(Status.ENOTMEMBER, "rank %d is not a member of "
+                                "group '%s'" % (rank, s.key))
     order = sorted(specs, key=lambda s: (-len(s.members), s.key))
     if not order:
         return {}
@@ -337,9 +337,9 @@ class _Build:
                 self.clients.store = _secret(self.d, tcp_store(
                     self.base[0], self.base[1], None, False, self.timeout))
             except Exception as exc:  # pylint: disable=broad-except
-                raise HcgError(Status.EIO, "cannot reach hcg.torch's store at "
-                               "%s:%d (hosted by rank 0): %s"
-                               % (self.base[0], self.base[1],
+                raise HcgRuntimeError(Status.EIO, "cannot reach hcg.torch's store at "
+                                      "%s:%d (hosted by rank 0): %s"
+                                      % (self.base[0], self.base[1],
                                   _meet.first_line(exc))) from None
         return self.clients.store
 
@@ -389,7 +389,7 @@ class _Build:
         except _meet.Cancelled:
             raise
         except Exception as exc:  # pylint: disable=broad-except
-            err = exc if isinstance(exc, HcgError) else HcgError(
+            err = exc if isinstance(exc, HcgError) else HcgRuntimeError(
                 Status.EIO, "%s: %s" % (what, _meet.first_line(exc)))
             self.report(err)
             raise err from None
@@ -420,8 +420,8 @@ class _Build:
                     except BaseException as exc:  # pylint: disable=broad-except
                         error = error or exc  # keep the first, wait for all
         if error is None and len(self.finished) < len(self.order):
-            error = HcgError(Status.EIO, "hcg.torch: a group was cancelled "
-                             "without an error (this is a bug)")
+            error = HcgRuntimeError(Status.EIO, "hcg.torch: a group was cancelled "
+                                    "without an error (this is a bug)")
         if error is not None:
             self._drop()
             raise error

@@ -24,7 +24,7 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping,
                     NamedTuple, Optional, Sequence, Tuple, Union)
 
 from ..env import TaskEnv, from_environ
-from ..errors import HcgError, Status
+from ..errors import HcgRuntimeError, HcgTypeError, HcgValueError, Status
 from ..layout import Grid, Layout
 from . import groups as _groups
 from ._base import STATE, dist, group_timeout
@@ -44,7 +44,7 @@ PROCESS_GROUP_COLLECTION_FIELDS: Tuple[str, ...] = (
 )
 
 
-class MegatronError(HcgError, ValueError):
+class MegatronError(HcgValueError):
     """A layout Megatron cannot build, arguments that disagree with the
     launcher's layout, or MIMO specs Megatron's topology refuses."""
 
@@ -379,8 +379,8 @@ def _layout_of(source: Source) -> Tuple[Layout, bool]:
         return source, False
     if isinstance(source, str):
         return Layout(source), True
-    raise HcgError(Status.EINVAL, "a layout source is an hcg.Layout, a "
-                   "TaskEnv, layout text or None, not %s" % type(source).__name__)
+    raise HcgTypeError(Status.EINVAL, "a layout source is an hcg.Layout, a "
+                       "TaskEnv, layout text or None, not %s" % type(source).__name__)
 
 
 def megatron_args(source: Source = None) -> MegatronArgs:
@@ -531,7 +531,7 @@ def megatron_classes() -> Tuple[type, type]:
     """(ProcessGroupCollection, MultiModuleProcessGroupCollection):
     Megatron-LM's when it is importable, else this module's stand-ins."""
     try:
-        from megatron.core.process_groups_config import (  # type: ignore[import]
+        from megatron.core.process_groups_config import (
             MultiModuleProcessGroupCollection as Multi,
             ProcessGroupCollection as Collection)
         return Collection, Multi
@@ -700,9 +700,9 @@ def _options_fn(high_priority_stream_groups: Optional[Sequence[str]],
             return None
         nccl = getattr(dist(), "ProcessGroupNCCL", None)
         if nccl is None:
-            raise HcgError(Status.ENOTSUP, "high_priority_stream_groups names "
-                           "'%s', which needs NCCL's options, and this torch "
-                           "has no ProcessGroupNCCL" % name)
+            raise HcgRuntimeError(Status.ENOTSUP, "high_priority_stream_groups names "
+                                  "'%s', which needs NCCL's options, and this torch "
+                                  "has no ProcessGroupNCCL" % name)
         opts = nccl.Options()
         opts.is_high_priority_stream = True
         return opts

@@ -31,7 +31,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..errors import HcgError, Status
+from ..errors import HcgError, HcgValueError, Status
 from ..layout import Dim, Grid, GridRef, Layout, View
 from ._base import STATE, dist
 from .collection import GroupFactory, ProcessGroups
@@ -42,7 +42,7 @@ from .collection import GroupFactory, ProcessGroups
 MeshDim = Union[str, Tuple[str, Sequence[str]]]
 
 
-class MeshError(HcgError, ValueError):
+class MeshError(HcgValueError):
     """Input :func:`device_mesh` refuses before it makes anything: a dim the
     grid or view lacks, a name given twice, dims in an order the mesh
     cannot keep, a rank outside the grid."""
@@ -58,9 +58,9 @@ def _mesh_class() -> Any:
     """torch's DeviceMesh, when it has from_group."""
     d = dist()
     try:
-        from torch.distributed.device_mesh import DeviceMesh  # type: ignore[import]
+        from torch.distributed.device_mesh import DeviceMesh
     except ImportError as exc:
-        import torch  # type: ignore[import]
+        import torch
 
         raise DeviceMeshUnavailableError(
             Status.ENOTSUP, "hcg.torch.device_mesh needs torch.distributed."
@@ -69,7 +69,7 @@ def _mesh_class() -> Any:
             "process groups are still yours: hcg.torch.new_collection()"
             % (torch.__version__, exc)) from None
     if not callable(getattr(DeviceMesh, "from_group", None)):
-        import torch  # type: ignore[import]
+        import torch
 
         raise DeviceMeshUnavailableError(
             Status.ENOTSUP, "hcg.torch.device_mesh needs DeviceMesh.from_group "
@@ -133,7 +133,7 @@ class _Plan:
         """This rank's array of ranks: shape the mesh dims' sizes, each
         entry the global rank with those coordinates (the other dims of
         the view at this rank's)."""
-        import torch  # type: ignore[import]
+        import torch
 
         coords = self.layout.coords(self.rank, self.grid.index, self.view.index)
         by_name = {d.name: d for d in self.view.dims}
@@ -261,7 +261,7 @@ def _flatten_style(mesh_class: Any) -> Optional[str]:
     """How this torch keeps a mesh's flattened dims: 'layout' (the root
     mesh's _flatten_mapping with a CuTe layout, torch 2.14), 'resources'
     (device_mesh._mesh_resources' per-thread tables, torch 2.6), None."""
-    import torch.distributed.device_mesh as dm  # type: ignore[import]
+    import torch.distributed.device_mesh as dm
 
     try:
         params = inspect.signature(mesh_class.__init__).parameters
@@ -293,7 +293,7 @@ def _register_flat(style: str, mesh_class: Any, root: Any, name: str,
             registry[group.group_name] = group
         root._flatten_mapping[name] = flat
     else:
-        import torch.distributed.device_mesh as dm  # type: ignore[import]
+        import torch.distributed.device_mesh as dm
 
         env = dm._mesh_resources
         flat = mesh_class.from_group(group, root.device_type,

@@ -34,7 +34,8 @@ from typing import Any, Optional, Tuple
 
 from .. import _lib
 from ..env import TaskEnv, from_environ, in_task
-from ..errors import HcgError, PeerError, Status, from_c
+from ..errors import (HcgError, HcgRuntimeError, PeerError, Status, from_c,
+                      status_name)
 from . import _meet
 from ._base import (MAX_TIMEOUT_S, STATE, dist, keep_backends, tcp_store,
                     timeout_of)
@@ -61,16 +62,16 @@ def _env_int(name: str) -> Optional[int]:
     try:
         return int(text)
     except ValueError:
-        raise HcgError(Status.EENV, "%s='%s' is not a number" % (name, text)) from None
+        raise HcgRuntimeError(Status.EENV, "%s='%s' is not a number" % (name, text)) from None
 
 
 def _check_torchrun_vars(task: TaskEnv) -> None:
     for name, want in (("RANK", task.rank), ("WORLD_SIZE", task.world_size)):
         got = _env_int(name)
         if got is not None and got != want:
-            raise HcgError(Status.EMISMATCH, "%s=%d but the hcg layout says "
-                           "%d (HCG_%s): the torch ranks must be the Slurm "
-                           "task ranks" % (name, got, want, name if name == "RANK"
+            raise HcgRuntimeError(Status.EMISMATCH, "%s=%d but the hcg layout says "
+                                  "%d (HCG_%s): the torch ranks must be the Slurm "
+                                  "task ranks" % (name, got, want, name if name == "RANK"
                                            else "WORLD_SIZE"))
 
 
@@ -134,10 +135,10 @@ def _check_own(host: str) -> None:
         with socket.socket(family, kind, proto) as s:
             s.bind(address)
     except (OSError, IndexError) as exc:
-        raise HcgError(Status.EIO, "rank 0 could not open hcg.torch's store "
-                       "(a TCPStore) on %s: that is no address of this host "
-                       "(MASTER_ADDR, when set alone, is the address rank 0 "
-                       "publishes): %s" % (host, exc)) from None
+        raise HcgRuntimeError(Status.EIO, "rank 0 could not open hcg.torch's store "
+                              "(a TCPStore) on %s: that is no address of this host "
+                              "(MASTER_ADDR, when set alone, is the address rank 0 "
+                              "publishes): %s" % (host, exc)) from None
 
 
 def _server(host: str, port: int, world_size: int, timeout: Any) -> Any:
@@ -149,9 +150,9 @@ def _server(host: str, port: int, world_size: int, timeout: Any) -> Any:
         return tcp_store(host, port, world_size, True, timeout,
                          wait_for_workers=False)
     except Exception as exc:  # pylint: disable=broad-except
-        raise HcgError(Status.EIO, "rank 0 could not open hcg.torch's store "
-                       "(a TCPStore) on %s port %s: %s"
-                       % (host, port or "0 (any free port)",
+        raise HcgRuntimeError(Status.EIO, "rank 0 could not open hcg.torch's store "
+                              "(a TCPStore) on %s port %s: %s"
+                              % (host, port or "0 (any free port)",
                           first_line(exc))) from None
 
 
@@ -170,9 +171,9 @@ def _client(host: str, port: int, world_size: int, timeout: datetime.timedelta,
     except Exception as exc:  # pylint: disable=broad-except
         if problem is not None:
             raise problem from None
-        raise HcgError(Status.EIO, "cannot reach hcg.torch's store at %s:%d "
-                       "(hosted by rank 0) within %g s: %s"
-                       % (host, port, wait.total_seconds(),
+        raise HcgRuntimeError(Status.EIO, "cannot reach hcg.torch's store at %s:%d "
+                              "(hosted by rank 0) within %g s: %s"
+                              % (host, port, wait.total_seconds(),
                           first_line(exc))) from None
 
 
@@ -180,7 +181,7 @@ def _master_vars() -> Tuple[Optional[str], Optional[int]]:
     addr = os.environ.get("MASTER_ADDR") or None
     port = _env_int("MASTER_PORT")
     if port is not None and not 0 < port < 65536:
-        raise HcgError(Status.EENV, "MASTER_PORT=%d is not a TCP port" % port)
+        raise HcgRuntimeError(Status.EENV, "MASTER_PORT=%d is not a TCP port" % port)
     return addr, port
 
 
@@ -216,8 +217,8 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
             except HcgError as exc:
                 problem = exc
             except OSError as exc:  # no address of its own
-                problem = HcgError(Status.EIO, "rank 0 found no address of "
-                                   "this host to publish: %s" % exc)
+                problem = HcgRuntimeError(Status.EIO, "rank 0 found no address of "
+                                          "this host to publish: %s" % exc)
         if problem is not None:
             payload = ("%s%d %s" % (_FAILED, int(problem.code),
                                     problem.message)).encode("utf-8", "replace")
@@ -235,14 +236,14 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
         code_n = int(code) if code.isdigit() else int(Status.EIO)
         raise PeerError(code_n, "hcg.torch.init: rank 0 failed before it "
                         "published the address of its store: %s: %s"
-                        % (HcgError(code_n, "").name, reason), 0, reason)
+                        % (status_name(code_n), reason), 0, reason)
     secret, _, address = got.partition(" ")
     host, _, text = address.rpartition(":")
     if len(secret) != 2 * _SECRET_BYTES or not host or not text.isdigit():
         # Never quote what came: it may hold the secret.
-        raise HcgError(Status.EPMIX, "rank 0 published no usable store "
-                       "address (%d bytes that are not SECRET HOST:PORT)"
-                       % len(got))
+        raise HcgRuntimeError(Status.EPMIX, "rank 0 published no usable store "
+                              "address (%d bytes that are not SECRET HOST:PORT)"
+                              % len(got))
     if store is None:
         store = _client(host, int(text), task.world_size, timeout, problem)
     return store, host, int(text), secret
@@ -289,7 +290,7 @@ def _start(d: Any, task: TaskEnv, backend: str, t: datetime.timedelta,
             # This rank hosts the store: the others read the failure there.
             _meet.linger(meeting, task.world_size, deadline)
         if isinstance(exc, _meet.Cancelled):  # cannot happen: none reported
-            raise HcgError(Status.EIO, "%s: cancelled" % what) from None
+            raise HcgRuntimeError(Status.EIO, "%s: cancelled" % what) from None
         raise
     seconds = t.total_seconds()
     start = time.monotonic()
@@ -324,10 +325,10 @@ def init(backend: Optional[str] = None, timeout: Any = None) -> TaskEnv:
     d = dist()
     with STATE.lock:
         if not in_task():
-            raise HcgError(Status.EENV, "hcg.torch.init: this process has no "
-                           "hcg layout (HCG_* variables): start it with srun "
-                           "--mpi=pmix --hcg-layout=LAYOUT, or pass the layout "
-                           "to GroupFactory/new_collection yourself")
+            raise HcgRuntimeError(Status.EENV, "hcg.torch.init: this process has no "
+                                  "hcg layout (HCG_* variables): start it with srun "
+                                  "--mpi=pmix --hcg-layout=LAYOUT, or pass the layout "
+                                  "to GroupFactory/new_collection yourself")
         task = from_environ()
         t = timeout_of(timeout)
         problem: Optional[HcgError] = None
@@ -339,14 +340,14 @@ def init(backend: Optional[str] = None, timeout: Any = None) -> TaskEnv:
             if problem is not None:
                 raise problem
             if (d.get_rank(), d.get_world_size()) != (task.rank, task.world_size):
-                raise HcgError(Status.EMISMATCH, "torch.distributed is already "
-                               "initialized as rank %d of %d, but the hcg "
-                               "layout says rank %d of %d"
-                               % (d.get_rank(), d.get_world_size(), task.rank,
+                raise HcgRuntimeError(Status.EMISMATCH, "torch.distributed is already "
+                                      "initialized as rank %d of %d, but the hcg "
+                                      "layout says rank %d of %d"
+                                      % (d.get_rank(), d.get_world_size(), task.rank,
                                   task.world_size))
         else:
             if backend is None:
-                import torch  # type: ignore[import]
+                import torch
 
                 backend = "nccl" if torch.cuda.is_available() else "gloo"
             STATE.store_addr = _start(d, task, backend, t, problem)
