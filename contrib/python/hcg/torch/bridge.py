@@ -69,7 +69,7 @@ def _grids(layout: Layout, src: Optional[str], dest: Optional[str]) -> Tuple[str
     return src, dest
 
 
-class _BridgeBase(torch.nn.Module):
+class _BridgeBase(torch.nn.Module):  # type: ignore[misc] # torch is Any to mypy
     """What both bridges share: the layout, the grids, libhcg's bridge and
     the groups' timeout."""
 
@@ -237,19 +237,19 @@ class ColocatedBridge(_BridgeBase):
         return grad
 
 
-class _Move(torch.autograd.Function):
+class _Move(torch.autograd.Function):  # type: ignore[misc] # as above
     """A colocated bridge's step: forward moves the rows from the src
     shards to the dest shards, backward moves their gradient back. The
     bridge rides along as a non-tensor argument (no gradient)."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor,  # type: ignore[override]
+    def forward(ctx: Any, x: torch.Tensor,
                 bridge: ColocatedBridge) -> torch.Tensor:
         ctx.bridge = bridge
         return bridge._move_rows(x)
 
     @staticmethod
-    def backward(ctx: Any,  # type: ignore[override]
+    def backward(ctx: Any,
                  grad: torch.Tensor) -> Tuple[torch.Tensor, None]:
         bridge: ColocatedBridge = ctx.bridge
         return bridge._move_grad(grad), None

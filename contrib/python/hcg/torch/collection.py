@@ -27,7 +27,7 @@ from ..errors import HcgTypeError, HcgValueError, Status
 from ..layout import EMBEDDINGS, FIELDS, GridRef, Layout, Spec
 from . import groups as _groups
 from ._base import (STATE, NotInitializedError, dist, group_timeout,
-                    timeout_of)
+                    Timeout, timeout_of)
 
 #: The weight-rematerialization groups of Megatron's collection, each over
 #: one dim: ``gtp_remat`` of the base, ``expt_gtp_remat`` of the expert view.
@@ -154,9 +154,9 @@ class ProcessGroups:
                           "(%s); they are left unset" % (
                               cls.__module__, cls.__name__, ", ".join(unknown)),
                           stacklevel=2)
-        out = cls(**kwargs)
+        out: Any = cls(**kwargs)
         if "tp_dp" not in names:
-            out.tp_dp = self.tp_dp
+            out.tp_dp = getattr(self, "tp_dp")  # set by _set, as every field
         return out
 
     def __repr__(self) -> str:
@@ -276,7 +276,7 @@ class GroupFactory:
     """
 
     def __init__(self, source: Source = None, *,
-                 backend: Optional[str] = None, timeout: Any = None,
+                 backend: Optional[str] = None, timeout: Optional[Timeout] = None,
                  pg_options: Any = None,
                  options_fn: Optional[Callable[[str], Optional[Mapping[str, Any]]]] = None,
                  share_equal: bool = True) -> None:
@@ -419,7 +419,8 @@ class GroupFactory:
                   ) -> ProcessGroups:
         out = ProcessGroups(name, self.rank, self)
         for field, (key, members) in plan.items():
-            group = self._groups[key][0] if members is not None else None
+            group = (self._groups[key][0] if members is not None and key is not None
+                     else None)  # a key whenever there are members
             out._set(field, key, group, members)
         return out
 

@@ -152,6 +152,8 @@ def _subgroup_kwargs(d: Any) -> Tuple[str, ...]:
     """The keyword arguments new_subgroups_by_enumeration takes in this
     torch, besides the enumeration (backend included)."""
     fn = getattr(d, "new_subgroups_by_enumeration", None)
+    if fn is None:
+        return ("timeout", "backend", "pg_options")
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -535,7 +537,7 @@ class HyperCommGrid:
             if self._is_base_key(key):
                 raise GridKeyError(Status.ENOTFOUND, "Process group for %s "
                                    "hasn't been created. Call create_pg first."
-                                   % key)
+                                   % (key,))
             raise GridKeyError(Status.ENOTFOUND, "Process group %s for view "
                                "%r hasn't been created. Call create_pg first."
                                % (_dims_text(dims), v.name))
@@ -574,7 +576,7 @@ class HyperCommGrid:
     def is_current_rank_in_grid(self) -> bool:
         """Whether this process's torch rank is in ``[rank_offset,
         rank_offset + size)``."""
-        rank = dist().get_rank()
+        rank: int = dist().get_rank()
         return self.rank_offset <= rank < self.rank_offset + self.size
 
     def destroy(self) -> None:

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping,
-                    NamedTuple, Optional, Sequence, Tuple, Union)
+                    NamedTuple, Optional, Sequence, Set, Tuple, Union)
 
 from ..env import TaskEnv, from_environ
 from ..errors import HcgRuntimeError, HcgTypeError, HcgValueError, Status
 from ..layout import Grid, Layout
 from . import groups as _groups
-from ._base import STATE, dist, group_timeout
-from .grid import HyperCommGrid, NotInitializedError, _make, _Planned
+from ._base import STATE, NotInitializedError, Timeout, dist, group_timeout
+from .grid import HyperCommGrid, _make, _Planned
 
 #: Megatron's name of the language module (MIMO_LANGUAGE_MODULE_KEY).
 LANGUAGE = "language"
@@ -241,6 +241,7 @@ class MegatronArgs:
                   world_size=self.world_size,
                   expert_model_parallel_size=m.ep if m.expert else 1)
         if m.expert:
+            assert m.expt_tp is not None and m.expt_gtp_remat is not None
             self._put(m.name, expert_tensor_parallel_size=m.expt_tp,
                       expert_tensor_parallel_num_weight_shards=(
                           m.expt_tp * m.expt_gtp_remat),
@@ -260,6 +261,7 @@ class MegatronArgs:
                   tensor_parallel_num_weight_shards=lang.tp * lang.gtp_remat,
                   gtp_weight_remat_size=lang.gtp_remat)
         if lang.expert:
+            assert lang.expt_tp is not None and lang.expt_gtp_remat is not None
             self._put(LANGUAGE, llm_expt_tp=lang.expt_tp,
                       expert_tensor_parallel_num_weight_shards=(
                           lang.expt_tp * lang.expt_gtp_remat),
@@ -292,18 +294,21 @@ class MegatronArgs:
         for name in names:
             if name not in self.values:
                 continue
-            value = self.values[name]
+            value, option = self.values[name], OPTIONS[name]
+            assert option is not None  # every name above has an option
             if isinstance(value, bool):
                 if value:
-                    out.append(OPTIONS[name])
+                    out.append(option)
             else:
-                out += [OPTIONS[name], str(value)]
+                out += [option, str(value)]
         for name in ("tensor_parallel_num_weight_shards",
                      "expert_tensor_parallel_num_weight_shards"):
             remat = ("gtp_weight_remat_size" if name.startswith("tensor")
                      else "expert_gtp_weight_remat_size")
             if self.values.get(remat, 1) > 1:
-                out += [OPTIONS[name], str(self.values[name])]
+                option = OPTIONS[name]
+                assert option is not None
+                out += [option, str(self.values[name])]
         return out
 
     def mismatches(self, args: Any) -> List[str]:
@@ -463,7 +468,8 @@ class _Collection:
 #: None.
 ProcessGroupCollection = dataclasses.make_dataclass(
     "ProcessGroupCollection",
-    [(n, Any, dataclasses.field(init=False)) for n in PROCESS_GROUP_COLLECTION_FIELDS],
+    [(n, Any, dataclasses.field(init=False))  # type: ignore[misc]
+     for n in PROCESS_GROUP_COLLECTION_FIELDS],  # Any: not a type to mypy
     bases=(_Collection,), init=False, repr=False, eq=False,
     namespace={"__module__": __name__})
 
@@ -491,7 +497,8 @@ class MultiModuleProcessGroupCollection:
         return self.module_pgs[self.language_model_module_name]
 
     def get_language_model_cp_size(self) -> int:
-        return self.get_language_model_collection().cp.size()
+        size: int = self.get_language_model_collection().cp.size()
+        return size
 
     def has_language_model(self) -> bool:
         return self.language_model_module_name is not None
@@ -719,7 +726,7 @@ def _spans_check(specs: Sequence[ModuleGridSpec], world: int) -> None:
     if not (same or disjoint):
         raise MegatronError(Status.ELAYOUT, "Module grids must either fully "
                             "share ranks or be pairwise disjoint, got %s" % spans)
-    covered = set()
+    covered: Set[int] = set()
     for lo, hi in values:
         covered.update(range(lo, hi))
     if covered != set(range(world)):
@@ -729,7 +736,7 @@ def _spans_check(specs: Sequence[ModuleGridSpec], world: int) -> None:
 
 def create_topology(specs: Sequence[Any],
                     high_priority_stream_groups: Optional[Sequence[str]] = None,
-                    *, backend: Optional[str] = None, timeout: Any = None,
+                    *, backend: Optional[str] = None, timeout: Optional[Timeout] = None,
                     pg_options_fn: Optional[OptionsFn] = None,
                     language: str = LANGUAGE,
                     collection_cls: Optional[type] = None,
@@ -847,7 +854,7 @@ def create_topology(specs: Sequence[Any],
 
 
 def _embedding_specs(grid: HyperCommGrid, rank: int, backend: Optional[str],
-                     timeout: Any, options: OptionsFn
+                     timeout: Optional[Timeout], options: OptionsFn
                      ) -> List[Optional[_groups.GroupSpec]]:
     """This rank's embd and pos_embd groups of the language module (None
     where it is in none): the first and last rank of its pp group, and the

@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 from ..errors import HcgError, HcgValueError, Status
 from ..layout import Dim, Grid, GridRef, Layout, View
 from ._base import STATE, dist
-from .collection import GroupFactory, ProcessGroups
+from .collection import GroupFactory
 
 #: One mesh dimension: a layout dim's name, or ``(NAME, DIMS)``: a dimension
 #: called NAME made of several layout dims, listed outermost (slowest)
@@ -48,7 +48,9 @@ class MeshError(HcgValueError):
     cannot keep, a rank outside the grid."""
 
 
-class DeviceMeshUnavailableError(HcgError, ImportError):
+# ImportError has a 'name' attribute of its own (the module's, never set
+# here); HcgError's 'name' property, the status's name, is the one read.
+class DeviceMeshUnavailableError(HcgError, ImportError):  # type: ignore[misc]
     """This PyTorch lacks what :func:`device_mesh` needs:
     ``DeviceMesh.from_group`` (torch 1.13 has no ``DeviceMesh`` at all), or
     a way to register a flattened dimension on a mesh."""
@@ -88,7 +90,7 @@ def default_factory() -> GroupFactory:
     """The :class:`GroupFactory` that :func:`device_mesh` uses when given
     none: one per process (made again when ``hcg.torch.init()`` recorded
     another task), so meshes built one after another share their groups."""
-    factory = _default["factory"]
+    factory: Optional[GroupFactory] = _default["factory"]
     if factory is None or _default["task"] is not STATE.task or \
             factory.layout.closed:
         factory = GroupFactory()
@@ -102,7 +104,7 @@ def _factory_of(factory: Any) -> GroupFactory:
     if isinstance(factory, GroupFactory):
         return factory
     inner = getattr(factory, "factory", None)
-    if isinstance(factory, ProcessGroups) or isinstance(inner, GroupFactory):
+    if isinstance(inner, GroupFactory):  # a ProcessGroups' factory, or alike
         return inner
     raise MeshError(Status.EINVAL, "factory must be an hcg.torch.GroupFactory "
                     "or a collection made by one (ProcessGroups), not %s"
@@ -168,6 +170,7 @@ def _parse_dims(dims: Any, view: View, where: str) -> List[Tuple[str, Tuple[str,
     by_name = {d.name: d for d in view.dims}
     out: List[Tuple[str, Tuple[str, ...]]] = []
     used: Dict[str, str] = {}
+    names: Tuple[str, ...]
     for item in dims:
         if isinstance(item, str):
             name, names = item, (item,)
@@ -264,7 +267,8 @@ def _flatten_style(mesh_class: Any) -> Optional[str]:
     import torch.distributed.device_mesh as dm
 
     try:
-        params = inspect.signature(mesh_class.__init__).parameters
+        params: Mapping[str, Any] = inspect.signature(
+            mesh_class.__init__).parameters
     except (TypeError, ValueError):
         params = {}
     if "_layout" in params and "_root_mesh" in params and \

@@ -38,7 +38,7 @@ from ..errors import (HcgError, HcgRuntimeError, PeerError, Status, from_c,
                       status_name)
 from . import _meet
 from ._base import (MAX_TIMEOUT_S, STATE, dist, keep_backends, tcp_store,
-                    timeout_of)
+                    Timeout, timeout_of)
 from ._meet import first_line
 
 #: Room for what rank 0 broadcasts: "SECRET ADDRESS:PORT", or its failure.
@@ -89,7 +89,7 @@ def _own_address() -> str:
         try:
             with socket.socket(family, socket.SOCK_DGRAM) as s:
                 s.connect((launch, 9))
-                return s.getsockname()[0]
+                return str(s.getsockname()[0])
         except OSError:
             pass
     return socket.gethostbyname(socket.gethostname())
@@ -141,7 +141,8 @@ def _check_own(host: str) -> None:
                               "publishes): %s" % (host, exc)) from None
 
 
-def _server(host: str, port: int, world_size: int, timeout: Any) -> Any:
+def _server(host: str, port: int, world_size: int,
+            timeout: datetime.timedelta) -> Any:
     """Rank 0's store. It does not wait for the others there: they may
     learn its port only after it is published."""
     if port == 0:
@@ -306,7 +307,7 @@ def _start(d: Any, task: TaskEnv, backend: str, t: datetime.timedelta,
     return host, port
 
 
-def init(backend: Optional[str] = None, timeout: Any = None) -> TaskEnv:
+def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> TaskEnv:
     """Starts torch.distributed's default group for this task and returns
     its :class:`hcg.env.TaskEnv` (recorded, so later hcg.torch calls need no
     arguments). ``backend``: 'nccl' when CUDA is available, else 'gloo'.
