@@ -44,7 +44,15 @@ __version__ = "0.1.0"
 
 
 def library_version() -> str:
-    """The version of the loaded libhcg, e.g. '0.1.0'."""
+    """The version of the loaded libhcg.
+
+    Returns:
+        Its version, e.g. '0.1.0'.
+
+    Raises:
+        OSError: libhcg cannot be loaded (the message says where it was
+            looked for).
+    """
     from . import _lib
 
     return _lib.text(_lib.lib().hcg_version())

@@ -22,8 +22,14 @@ _INT = re.compile(r"[0-9]{1,10}\Z")
 
 
 def in_task(environ: Optional[Mapping[str, str]] = None) -> bool:
-    """True when the environment looks like an hcg task's (HCG_VERSION or
-    HCG_LAYOUT is set)."""
+    """Whether the environment looks like an hcg task's.
+
+    Args:
+        environ: the environment; default os.environ.
+
+    Returns:
+        True when HCG_VERSION or HCG_LAYOUT is set.
+    """
     env = os.environ if environ is None else environ
     return "HCG_VERSION" in env or "HCG_LAYOUT" in env
 
@@ -90,8 +96,15 @@ class TaskEnv:
             self.rank, self.world_size, self.layout.text)
 
     def default_grid(self) -> str:
-        """The grid meant when none is named: the only grid holding this
-        rank, else (colocated modules) the language module."""
+        """The grid meant when none is named.
+
+        Returns:
+            The only grid holding this rank, else (colocated modules) the
+            language module.
+
+        Raises:
+            HcgValueError: the rank is in several grids, none the language one.
+        """
         mine = self.grids
         if len(mine) == 1:
             return mine[0]
@@ -104,21 +117,62 @@ class TaskEnv:
         return self.default_grid() if grid is None else grid
 
     def coords(self, grid: GridRef = None, view: ViewRef = None) -> Dict[str, int]:
-        """This rank's coordinates in a grid's view."""
+        """This rank's coordinates in a grid's view.
+
+        Args:
+            grid: the grid; default :meth:`default_grid`.
+            view: a view by name or index; None: the base.
+
+        Returns:
+            dim name -> coordinate (see :meth:`hcg.Layout.coords`).
+        """
         return self.layout.coords(self.rank, self._g(grid), view)
 
     def group(self, spec: Spec) -> Group:
-        """This rank's group of a spec "GRID[/VIEW]:DIMS"."""
+        """This rank's group of a spec.
+
+        Args:
+            spec: ``"GRID[/VIEW]:DIMS"`` or a :class:`hcg.Request`.
+
+        Returns:
+            ``Group(members, index, key)``.
+
+        Raises:
+            As :meth:`hcg.Layout.group_of_rank`.
+        """
         return self.layout.group_of_rank(spec, self.rank)
 
     def collection(self, grid: GridRef = None) -> Dict[str, Optional[Group]]:
-        """This rank's group of every collection field of a grid."""
+        """This rank's group of every collection field of a grid.
+
+        Args:
+            grid: the grid; default :meth:`default_grid`.
+
+        Returns:
+            field name -> :class:`hcg.Group`, None for a field the grid lacks.
+        """
         return self.layout.collection(self._g(grid), self.rank)
 
     def stage(self, grid: GridRef = None) -> Stage:
+        """Whether this rank holds the first and the last pipeline stage.
+
+        Args:
+            grid: the grid; default :meth:`default_grid`.
+
+        Returns:
+            ``Stage(first, last)``.
+        """
         return self.layout.stage(self.rank, self._g(grid))
 
     def embedding_group(self, kind: Union[str, int] = "embd") -> Optional[List[int]]:
+        """This rank's embedding group of a kind.
+
+        Args:
+            kind: 'embd' or 'pos_embd' (see :meth:`hcg.Layout.embedding_groups`).
+
+        Returns:
+            Its members, or None when the rank is in none.
+        """
         return self.layout.embedding_group(self.rank, kind)
 
 
@@ -175,14 +229,40 @@ def from_environ(environ: Optional[Mapping[str, str]] = None) -> TaskEnv:
 def node_local_of(env: Mapping[str, str], layout: Layout,
                   rank: int) -> Dict[str, bool]:
     """The HCG_*_LOCAL verdicts of ``env`` for ``rank`` (see
-    TaskEnv.node_local); HcgError(EENV) for a value other than 0 or 1."""
+    TaskEnv.node_local).
+
+    Args:
+        env: the environment to read.
+        layout: the task's layout.
+        rank: the task's rank.
+
+    Returns:
+        "GRID[/VIEW]:DIM" -> whether this rank's group along that dim lies
+        inside one node (only the dims set in ``env``).
+
+    Raises:
+        HcgRuntimeError: a value other than 0 or 1 (EENV).
+    """
     return _verdicts_of(env, layout, rank, "_LOCAL")
 
 
 def domain_local_of(env: Mapping[str, str], layout: Layout,
                     rank: int) -> Dict[str, bool]:
     """The HCG_*_DOMAIN_LOCAL verdicts of ``env`` for ``rank`` (see
-    TaskEnv.domain_local); HcgError(EENV) for a value other than 0 or 1."""
+    TaskEnv.domain_local).
+
+    Args:
+        env: the environment to read.
+        layout: the task's layout.
+        rank: the task's rank.
+
+    Returns:
+        "GRID[/VIEW]:DIM" -> whether this rank's group along that dim lies
+        inside one NVLink domain (only the dims set in ``env``).
+
+    Raises:
+        HcgRuntimeError: a value other than 0 or 1 (EENV).
+    """
     return _verdicts_of(env, layout, rank, "_DOMAIN_LOCAL")
 
 

@@ -10,9 +10,21 @@ import datetime
 import os
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from ..errors import HcgRuntimeError, HcgTypeError, HcgValueError, Status
+
+if TYPE_CHECKING:
+    from ..env import TaskEnv
+
+# torch's types, named for the reader. To mypy they are Any: torch is not
+# followed (pyproject.toml's [tool.mypy]), and hcg imports without torch.
+#: A torch.distributed.ProcessGroup.
+ProcessGroup = Any
+#: A torch.distributed.Store (TCPStore, PrefixStore).
+Store = Any
+#: The torch.distributed module.
+Dist = Any
 
 
 class TorchUnavailableError(ImportError):
@@ -25,7 +37,7 @@ class NotInitializedError(HcgRuntimeError, ValueError):
     (torch 2.x)."""
 
 
-def dist() -> Any:
+def dist() -> Dist:
     """torch.distributed, imported now (and only now)."""
     try:
         import torch.distributed as d
@@ -102,7 +114,7 @@ _store_lock = threading.Lock()
 _store_kw: Optional[Dict[str, Any]] = None
 
 
-def _store_kwargs(d: Any) -> Dict[str, Any]:
+def _store_kwargs(d: Dist) -> Dict[str, Any]:
     """What a TCPStore needs to open on this torch, detected once.
 
     torch 2.4 and later take ``use_libuv`` and default it to True, but a
@@ -123,7 +135,7 @@ def _store_kwargs(d: Any) -> Dict[str, Any]:
         return dict(_store_kw)
 
 
-def _opens(d: Any, kwargs: Dict[str, Any]) -> bool:
+def _opens(d: Dist, kwargs: Dict[str, Any]) -> bool:
     try:
         probe = d.TCPStore("127.0.0.1", 0, 1, True,
                            datetime.timedelta(seconds=10),
@@ -136,7 +148,7 @@ def _opens(d: Any, kwargs: Dict[str, Any]) -> bool:
 
 def tcp_store(host: str, port: int, world_size: Optional[int],
               is_master: bool, timeout: datetime.timedelta,
-              wait_for_workers: bool = True) -> Any:
+              wait_for_workers: bool = True) -> Store:
     """A ``torch.distributed.TCPStore`` (server when ``is_master``, else a
     client of HOST:PORT) that opens on this torch whether or not it was
     built with libuv. Arguments as TCPStore's. torch's own errors (a port
@@ -154,7 +166,7 @@ _kept: List[List[Any]] = []
 _kept_atexit = False
 
 
-def keep_backends(pg: Any) -> None:
+def keep_backends(pg: ProcessGroup) -> None:
     """Makes sure the backends of ``pg`` (a torch 2.x process group, which
     wraps them) are never destroyed while the GIL is held.
 
@@ -219,7 +231,7 @@ class _State:
         #: "hcg-SECRET/": the prefix of every key in the job's store, when
         #: the secret came through PMIx (see rendezvous.py); never printed.
         self.store_prefix: Optional[str] = None
-        self.task: Any = None  # hcg.env.TaskEnv of init()
+        self.task: Optional[TaskEnv] = None  # init()'s
         self.backend: Optional[str] = None
         self.timeout: Optional[datetime.timedelta] = None
 

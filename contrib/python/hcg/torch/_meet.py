@@ -43,6 +43,7 @@ from typing import Any, List, Optional, Sequence
 
 from ..errors import (HcgError, HcgRuntimeError, HcgTimeoutError,
                       HcgValueError, PeerError, Status, status_name)
+from ._base import Store
 
 _IN = "hcg_in/%d"
 _ARRIVED = "hcg_arrived"
@@ -97,7 +98,7 @@ def _peer_error(what: str, failure: PeerError) -> PeerError:
                      failure.rank, failure.reason)
 
 
-def missing(store: Any, members: Sequence[int]) -> List[int]:
+def missing(store: Store, members: Sequence[int]) -> List[int]:
     """The members that never checked in; [] when the store cannot tell."""
     out = []
     for i, m in enumerate(members):
@@ -111,7 +112,7 @@ def missing(store: Any, members: Sequence[int]) -> List[int]:
     return out
 
 
-def failure(store: Any) -> Optional[PeerError]:
+def failure(store: Store) -> Optional[PeerError]:
     """The first failure a member reported on this step, if any (never
     waits; None when the store cannot tell)."""
     try:
@@ -122,7 +123,7 @@ def failure(store: Any) -> Optional[PeerError]:
         return None
 
 
-def report(store: Any, rank: int, exc: HcgError, settle: bool = False) -> None:
+def report(store: Store, rank: int, exc: HcgError, settle: bool = False) -> None:
     """Tells the step's members that ``rank`` failed with ``exc``: members
     still waiting to meet raise a PeerError now. Best effort: a store that
     is gone is left alone (the others then time out naming this rank).
@@ -141,7 +142,7 @@ def report(store: Any, rank: int, exc: HcgError, settle: bool = False) -> None:
         pass
 
 
-def linger(store: Any, size: int, deadline: float) -> None:
+def linger(store: Store, size: int, deadline: float) -> None:
     """Waits (polling, until ``deadline``) until all ``size`` members are
     done with a failed step (``settle=True`` in meet and report): the
     member hosting the store calls it before it leaves, so that no other
@@ -155,7 +156,7 @@ def linger(store: Any, size: int, deadline: float) -> None:
         time.sleep(0.05)
 
 
-def meet(store: Any, index: int, members: Sequence[int], rank: int,
+def meet(store: Store, index: int, members: Sequence[int], rank: int,
          deadline: float, what: str, timeout_s: float,
          settle: bool = False) -> None:
     """Checks in as member ``index`` of ``members`` and waits until every
@@ -222,7 +223,7 @@ def timed_out(exc: BaseException) -> bool:
     return isinstance(exc, TimeoutError) or bool(_TIMEOUT_TEXT.search(str(exc)))
 
 
-def formation_error(what: str, timeout_s: float, store: Any,
+def formation_error(what: str, timeout_s: float, store: Store,
                     exc: BaseException, elapsed: float) -> HcgError:
     """The error for a step whose members all arrived but whose connection
     failed in torch (``exc``, after ``elapsed`` seconds): a member's own

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping,
-                    NamedTuple, Optional, Sequence, Set, Tuple, Union)
+                    NamedTuple, Optional, Sequence, Set, Tuple, Union, cast)
 
 from ..env import TaskEnv, from_environ
 from ..errors import HcgRuntimeError, HcgTypeError, HcgValueError, Status
@@ -317,8 +317,11 @@ class MegatronArgs:
         one line naming the argument, its value and the layout's dim.
         Arguments ``args`` lacks or leaves None are not compared; with the
         MIMO example's arguments present, the single-model ones are not."""
-        get = (args.get if isinstance(args, Mapping)
-               else lambda k: getattr(args, k, None))
+        def get(name: str) -> Any:
+            if isinstance(args, Mapping):
+                return args.get(name)
+            return getattr(args, name, None)
+
         mimo_args = any(get(k) is not None for k in MIMO_ARGS)
         out = []
         for name, want in self.values.items():
@@ -443,7 +446,8 @@ class _Collection:
     """What the stand-in ProcessGroupCollection does besides its fields."""
 
     def __init__(self, **kwargs: Any) -> None:
-        names = {f.name for f in dataclasses.fields(self)}
+        # A dataclass once make_dataclass derived it (below): Any to mypy.
+        names = {f.name for f in dataclasses.fields(cast(Any, self))}
         for k, v in kwargs.items():
             if k not in names:
                 raise ValueError("Unknown attribute: %s" % k)
@@ -466,10 +470,11 @@ class _Collection:
 #: dataclass of its fields (:data:`PROCESS_GROUP_COLLECTION_FIELDS`), made
 #: with keywords that must name fields; a declared field never set reads
 #: None.
+_FIELD_SPECS: List[Any] = [(n, Any, dataclasses.field(init=False))
+                            for n in PROCESS_GROUP_COLLECTION_FIELDS]
 ProcessGroupCollection = dataclasses.make_dataclass(
     "ProcessGroupCollection",
-    [(n, Any, dataclasses.field(init=False))  # type: ignore[misc]
-     for n in PROCESS_GROUP_COLLECTION_FIELDS],  # Any: not a type to mypy
+    _FIELD_SPECS,
     bases=(_Collection,), init=False, repr=False, eq=False,
     namespace={"__module__": __name__})
 

@@ -30,15 +30,15 @@ import os
 import secrets
 import socket
 import time
-from typing import Any, Optional, Tuple
+from typing import Optional, Tuple
 
 from .. import _lib
 from ..env import TaskEnv, from_environ, in_task
 from ..errors import (HcgError, HcgRuntimeError, PeerError, Status, from_c,
                       status_name)
 from . import _meet
-from ._base import (MAX_TIMEOUT_S, STATE, dist, keep_backends, tcp_store,
-                    Timeout, timeout_of)
+from ._base import (MAX_TIMEOUT_S, STATE, Dist, Store, Timeout, dist,
+                    keep_backends, tcp_store, timeout_of)
 from ._meet import first_line
 
 #: Room for what rank 0 broadcasts: "SECRET ADDRESS:PORT", or its failure.
@@ -142,7 +142,7 @@ def _check_own(host: str) -> None:
 
 
 def _server(host: str, port: int, world_size: int,
-            timeout: datetime.timedelta) -> Any:
+            timeout: datetime.timedelta) -> Store:
     """Rank 0's store. It does not wait for the others there: they may
     learn its port only after it is published."""
     if port == 0:
@@ -163,7 +163,7 @@ _REPORT_REACH = datetime.timedelta(seconds=15)
 
 
 def _client(host: str, port: int, world_size: int, timeout: datetime.timedelta,
-            problem: Optional[HcgError]) -> Any:
+            problem: Optional[HcgError]) -> Store:
     """A client of rank 0's store. A rank with a ``problem`` only wants to
     report it there: it tries for a short while, then raises the problem."""
     wait = timeout if problem is None else min(timeout, _REPORT_REACH)
@@ -188,7 +188,7 @@ def _master_vars() -> Tuple[Optional[str], Optional[int]]:
 
 def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
            problem: Optional[HcgError], addr: Optional[str],
-           port: Optional[int]) -> Tuple[Any, str, int, Optional[str]]:
+           port: Optional[int]) -> Tuple[Store, str, int, Optional[str]]:
     """The job's store (rank 0 hosts it), its address and the job's secret
     (None when MASTER_ADDR and MASTER_PORT name the store: no broadcast). Every rank gets
     here, also one that already failed (``problem``), so that the
@@ -255,7 +255,7 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
 _inits = 0
 
 
-def _start(d: Any, task: TaskEnv, backend: str, t: datetime.timedelta,
+def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
            problem: Optional[HcgError]) -> Tuple[str, int]:
     """The default group: the store, the ranks' meeting (where a rank that
     failed says so), then torch's init_process_group."""
@@ -308,12 +308,7 @@ def _start(d: Any, task: TaskEnv, backend: str, t: datetime.timedelta,
 
 
 def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> TaskEnv:
-    """Starts torch.distributed's default group for this task and returns
-    its :class:`hcg.env.TaskEnv` (recorded, so later hcg.torch calls need no
-    arguments). ``backend``: 'nccl' when CUDA is available, else 'gloo'.
-    ``timeout``: a timedelta or seconds (default HCG_TIMEOUT, else 300 s),
-    used for the store, the default group and every group hcg.torch makes;
-    it also bounds how long init() waits for the other ranks in all.
+    """Starts torch.distributed's default group for this task.
 
     A rank that fails here before the others could know (a RANK that
     disagrees with the layout, a store rank 0 cannot open) still takes
@@ -322,7 +317,29 @@ def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> Ta
     timeout.
 
     When torch.distributed is already initialized, checks that its rank and
-    world size are the layout's and records the layout."""
+    world size are the layout's and records the layout.
+
+    Args:
+        backend: of the default group; default 'nccl' when CUDA is
+            available, else 'gloo'.
+        timeout: a timedelta or seconds (default HCG_TIMEOUT, else 300 s),
+            used for the store, the default group and every group
+            hcg.torch makes; it also bounds how long init() waits for the
+            other ranks in all.
+
+    Returns:
+        This task's :class:`hcg.env.TaskEnv`, recorded, so that later
+        hcg.torch calls need no arguments.
+
+    Raises:
+        hcg.HcgRuntimeError: no hcg layout in the environment (EENV), no
+            PMIx and no MASTER_ADDR/MASTER_PORT (EPMIX), a store that
+            cannot open (EIO), RANK, WORLD_SIZE or an initialized torch
+            that disagree with the layout (EMISMATCH).
+        hcg.HcgTimeoutError: the other ranks did not all arrive in time.
+        hcg.PeerError: another rank failed first (its rank and reason).
+        hcg.HcgTypeError, hcg.HcgValueError: a bad timeout.
+    """
     d = dist()
     with STATE.lock:
         if not in_task():

@@ -41,7 +41,7 @@ def _degree(name: str, value: Any, rest: bool = False) -> int:
         raise MeshError(Status.EINVAL, "torchtitan degree %s must be a whole "
                         "number >= 1%s, got %r"
                         % (name, " (or -1: the rest)" if rest else "", value))
-    return value
+    return int(value)
 
 
 def torchtitan_layout(*, dp_replicate: int = 1, dp_shard: int = -1,
