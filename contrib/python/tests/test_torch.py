@@ -159,6 +159,26 @@ class RealTorch(unittest.TestCase):
             self.assertIn("EENV: hcg.torch.init: this process has no hcg layout",
                           res["init"])
 
+    def test_errors_are_builtins_too(self):
+        # The same bad input as test_bad_input: each error is also the
+        # built-in exception torch code expects.
+        for res in run_job("errors", 2):
+            self.assertEqual(res["world_is"], ["ValueError"])
+            self.assertEqual(res["rank_is"], ["ValueError"])
+            self.assertEqual(res["type_is"], ["TypeError"])
+            self.assertEqual(res["options_is"], ["ValueError"])
+            self.assertEqual(res["timeout_is"], ["ValueError"])
+            self.assertEqual(res["init_is"], ["RuntimeError"])
+
+    def test_colocated_bridge_is_a_module(self):
+        for rank, res in enumerate(run_job("bridge", 4, "vision@0:tp=1,dp=4; "
+                                           "llm@0:tp=2,dp=2")):
+            self.assertTrue(res["module"], rank)
+            self.assertIn("kind='fan-in', scale=2", res["repr"])
+            self.assertTrue(res["forward"], rank)
+            self.assertTrue(res["backward"], rank)
+            self.assertTrue(res["one_function"], rank)
+
     def test_member_that_never_arrives(self):
         results = run_job("missing", 4, "3")
         self.assertEqual(results[3], {"skipped": True})
