@@ -48,6 +48,23 @@ class WithoutTorch(unittest.TestCase):
         self.assertIn("works without torch", proc.stdout)
 
 
+    def test_bridges_are_named_lazily(self):
+        # The bridges are torch modules: naming one imports torch, which
+        # importing hcg.torch must not.
+        code = ("import sys\n"
+                "sys.modules['torch'] = None\n"
+                "import hcg.torch as ht\n"
+                "assert 'hcg.torch.bridge' not in sys.modules\n"
+                "try:\n"
+                "    ht.ColocatedBridge\n"
+                "except ht.TorchUnavailableError as exc:\n"
+                "    print(exc)\n")
+        proc = subprocess.run([sys.executable, "-c", code],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, env=dict(os.environ))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("hcg.torch needs PyTorch", proc.stdout)
+
 
 def _have_torch() -> bool:
     try:
