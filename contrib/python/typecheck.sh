@@ -15,5 +15,7 @@ fi
 cache=${TMPDIR:-/tmp}/hcg-mypy-cache.$(id -u)
 echo "== $(mypy --version)"
 cd "$here"
-exec timeout "${HCG_MYPY_TIMEOUT:-300}" mypy --strict --cache-dir "$cache" \
+# Not exec'd: timeout fails (125) when it is a PID namespace's first process,
+# as it is when scripts/tier.sh runs this script alone.
+timeout "${HCG_MYPY_TIMEOUT:-300}" mypy --strict --cache-dir "$cache" \
     --config-file pyproject.toml

@@ -14,7 +14,7 @@ In a task started by ``srun --hcg-layout=...``::
     task = hcg.env.from_environ()
     members, index, key = task.group("llm:dp,cp")
 
-Errors are :class:`HcgError`\ s carrying libhcg's status, each also the
+Every error is an :class:`HcgError` carrying libhcg's status, and also the
 built-in a torch user expects: ``HcgValueError`` (a ValueError) for a bad
 argument, ``HcgTypeError``, ``HcgKeyError`` for a name that is not there,
 ``HcgTimeoutError``, and ``HcgRuntimeError`` for the rest (hcg.errors).
