@@ -17,7 +17,7 @@ packages=${HCG_DEPS_PACKAGES:-"
   slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev
   libpmix-dev libpmix-bin
   procps iproute2 hostname python3 python3-torch
-  python3-setuptools python3-wheel python3-pip python3-venv
+  python3-setuptools python3-wheel python3-pip python3-venv mypy
 "}
 lock_wait=${HCG_LOCK_WAIT:-600}
 locks="/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock

@@ -205,6 +205,7 @@ stack_suite() {
     step "unit and hcg command tests" check_in build &&
     step "tests under valgrind" valgrind_suite &&
     step "Python binding and hcg.torch (contrib/python)" contrib/python/run-tests.sh "$src/build" &&
+    step "mypy --strict (hcg, hcg.torch)" contrib/python/typecheck.sh &&
     step "integration tests on a private Slurm cluster" tests/cluster/run.sh "$src/build"
 }
 

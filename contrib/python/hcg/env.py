@@ -15,15 +15,21 @@ import re
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _lib
-from .errors import HcgError, Status
+from .errors import HcgError, HcgRuntimeError, HcgValueError, Status
 from .layout import (GridRef, Group, Layout, Spec, Stage, ViewRef)
 
 _INT = re.compile(r"[0-9]{1,10}\Z")
 
 
 def in_task(environ: Optional[Mapping[str, str]] = None) -> bool:
-    """True when the environment looks like an hcg task's (HCG_VERSION or
-    HCG_LAYOUT is set)."""
+    """Whether the environment looks like an hcg task's.
+
+    Args:
+        environ: the environment; default os.environ.
+
+    Returns:
+        True when HCG_VERSION or HCG_LAYOUT is set.
+    """
     env = os.environ if environ is None else environ
     return "HCG_VERSION" in env or "HCG_LAYOUT" in env
 
@@ -31,12 +37,12 @@ def in_task(environ: Optional[Mapping[str, str]] = None) -> bool:
 def _int(env: Mapping[str, str], name: str, lo: int, hi: int) -> int:
     value = env.get(name)
     if value is None:
-        raise HcgError(Status.EENV, "%s is not set: the task was not started "
-                       "by srun --hcg-layout (the hcg SPANK plugin exports "
-                       "it)" % name)
+        raise HcgRuntimeError(Status.EENV, "%s is not set: the task was not started "
+                              "by srun --hcg-layout (the hcg SPANK plugin exports "
+                              "it)" % name)
     if not _INT.match(value) or not lo <= int(value) <= hi:
-        raise HcgError(Status.EENV, "%s=%r is not an integer in [%d, %d]"
-                       % (name, value[:64], lo, hi))
+        raise HcgRuntimeError(Status.EENV, "%s=%r is not an integer in [%d, %d]"
+                              % (name, value[:64], lo, hi))
     return int(value)
 
 
@@ -90,35 +96,83 @@ class TaskEnv:
             self.rank, self.world_size, self.layout.text)
 
     def default_grid(self) -> str:
-        """The grid meant when none is named: the only grid holding this
-        rank, else (colocated modules) the language module."""
+        """The grid meant when none is named.
+
+        Returns:
+            The only grid holding this rank, else (colocated modules) the
+            language module.
+
+        Raises:
+            HcgValueError: the rank is in several grids, none the language one.
+        """
         mine = self.grids
         if len(mine) == 1:
             return mine[0]
         if self.language in mine:
             return self.language
-        raise HcgError(Status.EINVAL, "rank %d is in grids %s: name one"
-                       % (self.rank, ", ".join(mine)))
+        raise HcgValueError(Status.EINVAL, "rank %d is in grids %s: name one"
+                            % (self.rank, ", ".join(mine)))
 
     def _g(self, grid: GridRef) -> GridRef:
         return self.default_grid() if grid is None else grid
 
     def coords(self, grid: GridRef = None, view: ViewRef = None) -> Dict[str, int]:
-        """This rank's coordinates in a grid's view."""
+        """This rank's coordinates in a grid's view.
+
+        Args:
+            grid: the grid; default :meth:`default_grid`.
+            view: a view by name or index; None: the base.
+
+        Returns:
+            dim name -> coordinate (see :meth:`hcg.Layout.coords`).
+        """
         return self.layout.coords(self.rank, self._g(grid), view)
 
     def group(self, spec: Spec) -> Group:
-        """This rank's group of a spec "GRID[/VIEW]:DIMS"."""
+        """This rank's group of a spec.
+
+        Args:
+            spec: ``"GRID[/VIEW]:DIMS"`` or a :class:`hcg.Request`.
+
+        Returns:
+            ``Group(members, index, key)``.
+
+        Raises:
+            As :meth:`hcg.Layout.group_of_rank`.
+        """
         return self.layout.group_of_rank(spec, self.rank)
 
     def collection(self, grid: GridRef = None) -> Dict[str, Optional[Group]]:
-        """This rank's group of every collection field of a grid."""
+        """This rank's group of every collection field of a grid.
+
+        Args:
+            grid: the grid; default :meth:`default_grid`.
+
+        Returns:
+            field name -> :class:`hcg.Group`, None for a field the grid lacks.
+        """
         return self.layout.collection(self._g(grid), self.rank)
 
     def stage(self, grid: GridRef = None) -> Stage:
+        """Whether this rank holds the first and the last pipeline stage.
+
+        Args:
+            grid: the grid; default :meth:`default_grid`.
+
+        Returns:
+            ``Stage(first, last)``.
+        """
         return self.layout.stage(self.rank, self._g(grid))
 
     def embedding_group(self, kind: Union[str, int] = "embd") -> Optional[List[int]]:
+        """This rank's embedding group of a kind.
+
+        Args:
+            kind: 'embd' or 'pos_embd' (see :meth:`hcg.Layout.embedding_groups`).
+
+        Returns:
+            Its members, or None when the rank is in none.
+        """
         return self.layout.embedding_group(self.rank, kind)
 
 
@@ -138,30 +192,30 @@ def from_environ(environ: Optional[Mapping[str, str]] = None) -> TaskEnv:
     version = env.get("HCG_VERSION")
     text = env.get("HCG_LAYOUT")
     if version is None and text is None:
-        raise HcgError(Status.EENV, "no HCG_* environment (HCG_VERSION and "
-                       "HCG_LAYOUT are not set): start the job with srun "
-                       "--hcg-layout=LAYOUT (the hcg SPANK plugin)")
+        raise HcgRuntimeError(Status.EENV, "no HCG_* environment (HCG_VERSION and "
+                              "HCG_LAYOUT are not set): start the job with srun "
+                              "--hcg-layout=LAYOUT (the hcg SPANK plugin)")
     if version is None:
-        raise HcgError(Status.EENV, "HCG_VERSION is not set although "
-                       "HCG_LAYOUT is: the environment was not made by the "
-                       "hcg SPANK plugin")
+        raise HcgRuntimeError(Status.EENV, "HCG_VERSION is not set although "
+                              "HCG_LAYOUT is: the environment was not made by the "
+                              "hcg SPANK plugin")
     if not _INT.match(version) or int(version) != _lib.ENV_VERSION:
-        raise HcgError(Status.EENV, "HCG_VERSION=%r but this binding reads "
-                       "version %d of the environment: upgrade the plugin or "
-                       "the hcg Python package so that they match"
-                       % (version[:32], _lib.ENV_VERSION))
+        raise HcgRuntimeError(Status.EENV, "HCG_VERSION=%r but this binding reads "
+                              "version %d of the environment: upgrade the plugin or "
+                              "the hcg Python package so that they match"
+                              % (version[:32], _lib.ENV_VERSION))
     world = _int(env, "HCG_WORLD_SIZE", 1, _lib.MAX_WORLD)
     rank = _int(env, "HCG_RANK", 0, world - 1)
     if text is None:
-        raise HcgError(Status.EENV, "HCG_LAYOUT is not set: the task was not "
-                       "started by srun --hcg-layout")
+        raise HcgRuntimeError(Status.EENV, "HCG_LAYOUT is not set: the task was not "
+                              "started by srun --hcg-layout")
     language = env.get("HCG_LANGUAGE") or None
     try:
         layout = Layout(text, world, language)
     except HcgError as exc:
-        raise HcgError(Status.EENV, "HCG_LAYOUT is not a valid layout for "
-                       "HCG_WORLD_SIZE=%d: %s" % (world, exc.message),
-                       exc.line, exc.column) from None
+        raise HcgRuntimeError(Status.EENV, "HCG_LAYOUT is not a valid layout for "
+                              "HCG_WORLD_SIZE=%d: %s" % (world, exc.message),
+                              exc.line, exc.column) from None
     try:
         _check_consistent(env, layout, rank)
         local = node_local_of(env, layout, rank)
@@ -175,14 +229,40 @@ def from_environ(environ: Optional[Mapping[str, str]] = None) -> TaskEnv:
 def node_local_of(env: Mapping[str, str], layout: Layout,
                   rank: int) -> Dict[str, bool]:
     """The HCG_*_LOCAL verdicts of ``env`` for ``rank`` (see
-    TaskEnv.node_local); HcgError(EENV) for a value other than 0 or 1."""
+    TaskEnv.node_local).
+
+    Args:
+        env: the environment to read.
+        layout: the task's layout.
+        rank: the task's rank.
+
+    Returns:
+        "GRID[/VIEW]:DIM" -> whether this rank's group along that dim lies
+        inside one node (only the dims set in ``env``).
+
+    Raises:
+        HcgRuntimeError: a value other than 0 or 1 (EENV).
+    """
     return _verdicts_of(env, layout, rank, "_LOCAL")
 
 
 def domain_local_of(env: Mapping[str, str], layout: Layout,
                     rank: int) -> Dict[str, bool]:
     """The HCG_*_DOMAIN_LOCAL verdicts of ``env`` for ``rank`` (see
-    TaskEnv.domain_local); HcgError(EENV) for a value other than 0 or 1."""
+    TaskEnv.domain_local).
+
+    Args:
+        env: the environment to read.
+        layout: the task's layout.
+        rank: the task's rank.
+
+    Returns:
+        "GRID[/VIEW]:DIM" -> whether this rank's group along that dim lies
+        inside one NVLink domain (only the dims set in ``env``).
+
+    Raises:
+        HcgRuntimeError: a value other than 0 or 1 (EENV).
+    """
     return _verdicts_of(env, layout, rank, "_DOMAIN_LOCAL")
 
 
@@ -202,8 +282,8 @@ def _verdicts_of(env: Mapping[str, str], layout: Layout, rank: int,
                 if value is None:
                     continue
                 if value not in ("0", "1"):
-                    raise HcgError(Status.EENV, "%s=%r, not 0 or 1"
-                                   % (name, value[:32]))
+                    raise HcgRuntimeError(Status.EENV, "%s=%r, not 0 or 1"
+                                          % (name, value[:32]))
                 key = g.name if v.index == 0 else "%s/%s" % (g.name, v.name)
                 out["%s:%s" % (key, d.name)] = value == "1"
     return out
@@ -220,7 +300,7 @@ def _check_consistent(env: Mapping[str, str], layout: Layout, rank: int) -> None
             continue
         have = env.get(name)
         if have is not None and have != want:
-            raise HcgError(Status.EMISMATCH, "%s=%r but HCG_RANK=%d and "
-                           "HCG_LAYOUT give %r: the HCG_* variables disagree "
-                           "(was HCG_RANK changed after launch?)"
-                           % (name, have[:128], rank, want))
+            raise HcgRuntimeError(Status.EMISMATCH, "%s=%r but HCG_RANK=%d and "
+                                  "HCG_LAYOUT give %r: the HCG_* variables disagree "
+                                  "(was HCG_RANK changed after launch?)"
+                                  % (name, have[:128], rank, want))

@@ -14,7 +14,8 @@ from typing import (Any, Dict, Iterator, List, NamedTuple, Optional, Sequence,
                     Tuple, Union, overload)
 
 from . import _lib
-from .errors import HcgError, Status, fail, from_c
+from .errors import (HcgError, HcgKeyError, HcgTypeError, HcgValueError,
+                     Status, error, fail, from_c)
 
 #: Field names of a grid's process-group collection, in hcg.h order
 #: (enum hcg_field). Megatron's ProcessGroupCollection uses the same names.
@@ -61,8 +62,8 @@ class View(NamedTuple):
         for d in self.dims:
             if d.name == name:
                 return d
-        raise HcgError(Status.ENOTFOUND, "view '%s' has no dim '%s' (dims: %s)"
-                       % (self.name, name, ", ".join(self.dim_names)))
+        raise HcgKeyError(Status.ENOTFOUND, "view '%s' has no dim '%s' (dims: %s)"
+                          % (self.name, name, ", ".join(self.dim_names)))
 
 
 class Grid(NamedTuple):
@@ -89,8 +90,8 @@ class Grid(NamedTuple):
         for v in self.views:
             if v.name == name:
                 return v
-        raise HcgError(Status.ENOTFOUND, "grid '%s' has no view '%s' (views: %s)"
-                       % (self.name, name,
+        raise HcgKeyError(Status.ENOTFOUND, "grid '%s' has no view '%s' (views: %s)"
+                          % (self.name, name,
                           ", ".join(v.name for v in self.views)))
 
     def contains(self, rank: int) -> bool:
@@ -156,22 +157,26 @@ Spec = Union[str, Request]
 def _cint(value: int, what: str) -> int:
     """An int that fits a C int: ctypes would silently truncate others."""
     if isinstance(value, bool):
-        raise TypeError("%s must be an int, not bool" % what)
-    value = operator.index(value)
+        raise HcgTypeError(Status.EINVAL, "%s must be an int, not bool" % what)
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise HcgTypeError(Status.EINVAL, "%s must be an int, not %s"
+                           % (what, type(value).__name__)) from None
     if not _INT_MIN <= value <= _INT_MAX:
-        raise HcgError(Status.ERANGE, "%s %d does not fit a C int" % (what, value))
+        raise HcgValueError(Status.ERANGE, "%s %d does not fit a C int" % (what, value))
     return value
 
 
 def _embedding_kind(kind: Union[str, int]) -> int:
     if isinstance(kind, str):
         if kind not in EMBEDDINGS:
-            raise HcgError(Status.EINVAL, "embedding kind is 'embd' or "
-                           "'pos_embd', got %r" % kind)
+            raise HcgValueError(Status.EINVAL, "embedding kind is 'embd' or "
+                                "'pos_embd', got %r" % kind)
         return EMBEDDINGS.index(kind)
     kind = operator.index(kind)
     if kind not in (0, 1):
-        raise HcgError(Status.EINVAL, "embedding kind is 0 or 1, got %d" % kind)
+        raise HcgValueError(Status.EINVAL, "embedding kind is 0 or 1, got %d" % kind)
     return kind
 
 
@@ -183,12 +188,12 @@ class Layout:
     ``world_size`` 0 derives the world from the layout (which then may not
     use ``*`` in a grid). ``language`` names the language module when the
     default rule (a grid named llm or language, else the only grid) is not
-    wanted. Raises :class:`HcgError` with the column and a caret when the
-    layout is bad.
+    wanted. A bad layout raises :class:`HcgValueError` (a ValueError and an
+    :class:`HcgError`) with the column and a caret.
 
     The layout owns C memory: use it as a context manager, or call
     :meth:`close`; it is also freed when garbage-collected. Methods of a
-    closed layout raise HcgError(EINVAL). A layout is immutable, so any
+    closed layout raise HcgValueError(EINVAL), as Python's closed files do. A layout is immutable, so any
     number of threads may query it, as long as none closes it meanwhile.
     """
 
@@ -202,14 +207,14 @@ class Layout:
         lang = language.encode("utf-8") if language is not None else None
         cfg.language = lang
         if max_bytes < 0:
-            raise HcgError(Status.EINVAL, "max_bytes must be >= 0")
+            raise HcgValueError(Status.EINVAL, "max_bytes must be >= 0")
         cfg.max_bytes = max_bytes
         raw = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         out = ctypes.c_void_p()
         err = _lib.Error()
         if raw.startswith(b"@"):
             if b"\0" in raw:
-                raise HcgError(Status.EINVAL, "file name holds a NUL byte")
+                raise HcgValueError(Status.EINVAL, "file name holds a NUL byte")
             rc = lib.hcg_layout_load(raw, ctypes.byref(cfg), ctypes.byref(out),
                                      ctypes.byref(err))
         else:
@@ -225,7 +230,20 @@ class Layout:
     @classmethod
     def from_file(cls, path: Union[str, "os.PathLike[str]"], world_size: int = 0,
                   language: Optional[str] = None, **kw: Any) -> "Layout":
-        """Reads the layout from a file (like ``Layout("@" + path)``)."""
+        """Reads the layout from a file (like ``Layout("@" + path)``).
+
+        Args:
+            path: the layout file.
+            world_size, language, max_bytes: as the constructor's.
+
+        Returns:
+            The layout.
+
+        Raises:
+            HcgValueError: a bad layout (with its line, column and caret).
+            HcgKeyError: no such file (ENOTFOUND).
+            HcgRuntimeError: the file cannot be read (EIO).
+        """
         return cls("@" + os.fspath(path), world_size, language, **kw)
 
     # ---- lifetime ---------------------------------------------------------
@@ -254,7 +272,7 @@ class Layout:
 
     def _p(self) -> int:
         if not self._ptr:
-            raise HcgError(Status.EINVAL, "the layout is closed")
+            raise HcgValueError(Status.EINVAL, "the layout is closed")
         return self._ptr
 
     def __repr__(self) -> str:
@@ -312,18 +330,36 @@ class Layout:
         return next(g.name for g in self._grids if g.language)
 
     def grid(self, grid: GridRef = None) -> Grid:
-        """A grid by name or index; None means the only grid."""
+        """A grid by name or index.
+
+        Args:
+            grid: a name, an index or a :class:`Grid`; None means the only grid.
+
+        Returns:
+            Its :class:`Grid`.
+
+        Raises:
+            HcgKeyError: no such grid.
+            HcgValueError: None in a layout of several grids.
+        """
         return self._grids[self._grid_index(grid)]
 
     def grids_of_rank(self, rank: int) -> List[str]:
-        """Names of the grids holding rank, in layout order (HCG_GRIDS)."""
+        """Names of the grids holding rank, in layout order (HCG_GRIDS).
+
+        Args:
+            rank: a rank of the world.
+
+        Returns:
+            The grid names, [] when no grid holds it.
+        """
         return [g.name for g in self._grids if g.contains(rank)]
 
     def _grid_index(self, grid: GridRef) -> int:
         if grid is None:
             if len(self._grids) != 1:
-                raise HcgError(Status.EINVAL, "the layout has %d grids (%s): "
-                               "name one" % (len(self._grids), ", ".join(
+                raise HcgValueError(Status.EINVAL, "the layout has %d grids (%s): "
+                                    "name one" % (len(self._grids), ", ".join(
                                    g.name for g in self._grids)))
             return 0
         if isinstance(grid, Grid):
@@ -332,13 +368,13 @@ class Layout:
             for g in self._grids:
                 if g.name == grid:
                     return g.index
-            raise HcgError(Status.ENOTFOUND, "no grid '%s' in the layout "
-                           "(grids: %s)" % (grid, ", ".join(
+            raise HcgKeyError(Status.ENOTFOUND, "no grid '%s' in the layout "
+                              "(grids: %s)" % (grid, ", ".join(
                                g.name for g in self._grids)))
         index = operator.index(grid)
         if not 0 <= index < len(self._grids):
-            raise HcgError(Status.ENOTFOUND, "no grid %d in a layout of %d "
-                           "grids" % (index, len(self._grids)))
+            raise HcgKeyError(Status.ENOTFOUND, "no grid %d in a layout of %d "
+                              "grids" % (index, len(self._grids)))
         return index
 
     def _outside(self, rc: int, rank: int, g: int, what: str) -> HcgError:
@@ -346,8 +382,8 @@ class Layout:
         rank is outside it."""
         grid = self._grids[g]
         if rc == Status.ENOTMEMBER:
-            return HcgError(rc, "%s: rank %d is not in grid '%s' (ranks %d-%d)"
-                            % (what, rank, grid.name, grid.offset,
+            return error(rc, "%s: rank %d is not in grid '%s' (ranks %d-%d)"
+                         % (what, rank, grid.name, grid.offset,
                                grid.offset + grid.size - 1))
         return fail(rc, what)
 
@@ -360,17 +396,31 @@ class Layout:
             return self._grids[g].view(view).index
         index = operator.index(view)
         if not 0 <= index < len(self._grids[g].views):
-            raise HcgError(Status.ENOTFOUND, "grid '%s' has no view %d"
-                           % (self._grids[g].name, index))
+            raise HcgKeyError(Status.ENOTFOUND, "grid '%s' has no view %d"
+                              % (self._grids[g].name, index))
         return index
 
     # ---- coordinates and roles ---------------------------------------------
 
     def coords(self, rank: int, grid: GridRef = None,
                view: ViewRef = None) -> Dict[str, int]:
-        """Coordinates of rank in a grid's view (base by default), fastest
-        dim first: ``{'tp': 1, 'dp': 0, 'pp': 1}``. HcgError(ENOTMEMBER)
-        when the rank is outside the grid."""
+        """Coordinates of rank in a grid's view, fastest dim first:
+        ``{'tp': 1, 'dp': 0, 'pp': 1}``.
+
+        Args:
+            rank: a rank of the world.
+            grid: the grid (see :meth:`grid`).
+            view: a view by name or index; None: the base.
+
+        Returns:
+            dim name -> coordinate.
+
+        Raises:
+            HcgValueError: the rank is outside the grid (ENOTMEMBER), or does
+                not fit a C int (ERANGE).
+            HcgTypeError: a rank that is no int.
+            HcgKeyError: no such grid or view.
+        """
         g = self._grid_index(grid)
         v = self._view_index(g, view)
         dims = self._grids[g].views[v].dims
@@ -382,15 +432,33 @@ class Layout:
         return {d.name: buf[i] for i, d in enumerate(dims)}
 
     def all_coords(self, rank: int) -> Dict[str, Dict[str, Dict[str, int]]]:
-        """``{grid: {view: {dim: coord}}}`` for every grid holding rank, as
-        in the ``coords`` of ``hcg explain --format json``."""
+        """``{grid: {view: {dim: coord}}}`` for every grid holding rank, as in
+        the ``coords`` of ``hcg explain --format json``.
+
+        Args:
+            rank: a rank of the world.
+
+        Returns:
+            The coordinates, {} when no grid holds the rank.
+        """
         return {g.name: {v.name: self.coords(rank, g.index, v.index)
                          for v in g.views}
                 for g in self._grids if g.contains(rank)}
 
     def stage(self, rank: int, grid: GridRef = None) -> Stage:
-        """Whether rank holds the first and the last pipeline stage of a
-        module (colocated layouts treat pp as 1: both are True)."""
+        """Whether rank holds the first and the last pipeline stage of a module
+        (colocated layouts treat pp as 1: both are True).
+
+        Args:
+            rank: a rank of the grid.
+            grid: the grid (see :meth:`grid`).
+
+        Returns:
+            ``Stage(first, last)``.
+
+        Raises:
+            HcgValueError: the rank is outside the grid (ENOTMEMBER).
+        """
         g = self._grid_index(grid)
         first, last = ctypes.c_int(), ctypes.c_int()
         rank = _cint(rank, "rank")
@@ -401,8 +469,18 @@ class Layout:
         return Stage(bool(first.value), bool(last.value))
 
     def env(self, rank: int) -> Dict[str, str]:
-        """The HCG_* variables the SPANK plugin exports to task ``rank``, in
-        the plugin's order (like ``hcg env --rank R``)."""
+        """The HCG_* variables the SPANK plugin exports to task ``rank``, in the
+        plugin's order (like ``hcg env --rank R``).
+
+        Args:
+            rank: a rank of the world.
+
+        Returns:
+            variable name -> value.
+
+        Raises:
+            HcgValueError: the rank is outside the world (ENOTMEMBER).
+        """
         out: Dict[str, str] = {}
 
         # The callback must not raise: an exception cannot cross the C frame.
@@ -414,8 +492,8 @@ class Layout:
         rank = _cint(rank, "rank")
         rc = self._lib.hcg_rank_env(self._p(), rank, callback, None)
         if rc == Status.ENOTMEMBER:
-            raise HcgError(rc, "environment: rank %d is outside the world "
-                           "[0, %d)" % (rank, self._world))
+            raise error(rc, "environment: rank %d is outside the world "
+                        "[0, %d)" % (rank, self._world))
         if rc:
             raise fail(rc, "environment of rank %d" % rank)
         return out
@@ -423,13 +501,27 @@ class Layout:
     # ---- requests and groups ------------------------------------------------
 
     def request(self, spec: Spec) -> Request:
-        """Resolves ``"GRID[/VIEW]:DIM[,DIM...]"`` (no dims: singletons; a
-        one-grid layout also takes the dims alone), as ``hcg enum`` does."""
+        """Resolves a group spec, as ``hcg enum`` does.
+
+        Args:
+            spec: ``"GRID[/VIEW]:DIM[,DIM...]"`` (no dims: singletons; a
+                one-grid layout also takes the dims alone), or a
+                :class:`Request`, returned as it is.
+
+        Returns:
+            The :class:`Request`.
+
+        Raises:
+            HcgKeyError: a grid, view or dim that is not there (ENOTFOUND).
+            HcgValueError: a spec that does not parse.
+            HcgTypeError: a spec that is neither a str nor a Request.
+        """
         if isinstance(spec, Request):
             return spec
         if not isinstance(spec, str):
-            raise TypeError("a group spec is a str like 'llm:dp,cp' or a "
-                            "Request, not %s" % type(spec).__name__)
+            raise HcgTypeError(Status.EINVAL, "a group spec is a str like "
+                               "'llm:dp,cp' or a Request, not %s"
+                               % type(spec).__name__)
         c = _lib.Request()
         err = _lib.Error()
         rc = self._lib.hcg_request_parse(self._p(), spec.encode("utf-8"),
@@ -441,7 +533,19 @@ class Layout:
     def request_dims(self, dims: Sequence[str], grid: GridRef = None,
                      view: ViewRef = None) -> Request:
         """A request from dim names of a grid's view; their order does not
-        matter."""
+        matter.
+
+        Args:
+            dims: dim names of the view.
+            grid: the grid (see :meth:`grid`).
+            view: a view by name or index; None: the base.
+
+        Returns:
+            The :class:`Request`.
+
+        Raises:
+            HcgKeyError: a grid, view or dim that is not there.
+        """
         g = self._grid_index(grid)
         v = self._view_index(g, view)
         names = [d.encode("utf-8") for d in dims]
@@ -475,8 +579,8 @@ class Layout:
         g = self._grids[req.grid_index] if req.grid_index < len(self._grids) else None
         if (g is None or g.name != req.grid or req.view_index >= len(g.views)
                 or g.views[req.view_index].name != req.view):
-            raise HcgError(Status.EINVAL, "request %s does not belong to "
-                           "this layout" % req.key)
+            raise HcgValueError(Status.EINVAL, "request %s does not belong to "
+                                "this layout" % req.key)
         return req, _lib.Request(req.grid_index, req.view_index, req.mask)
 
     def _members(self, group: Any) -> List[int]:
@@ -488,8 +592,18 @@ class Layout:
         return list(buf)
 
     def groups(self, spec: Spec) -> Iterator[List[int]]:
-        """Yields the groups of a request one by one, in canonical order
-        (each ascending, sorted by first member). O(group size) memory."""
+        """Yields the groups of a request one by one, in canonical order (each
+        ascending, sorted by first member). O(group size) memory.
+
+        Args:
+            spec: a group spec or :class:`Request` (see :meth:`request`).
+
+        Returns:
+            An iterator of member lists.
+
+        Raises:
+            As :meth:`request`; HcgValueError for a request of another layout.
+        """
         req, c = self._c_request(spec)
         g = _lib.Group()
         for ordinal in range(req.num_groups):
@@ -502,14 +616,34 @@ class Layout:
     def enumerate(self, spec: Spec) -> List[List[int]]:
         """Every group of a request, canonical order: the list ``hcg enum``
         prints and Megatron's HyperCommGrid passes to
-        new_subgroups_by_enumeration."""
+        new_subgroups_by_enumeration.
+
+        Args:
+            spec: a group spec or :class:`Request` (see :meth:`request`).
+
+        Returns:
+            The member lists.
+
+        Raises:
+            As :meth:`groups`.
+        """
         return list(self.groups(spec))
 
     def group_of_rank(self, spec: Spec, rank: int) -> Group:
         """The group of a request holding rank, computed from the rank's
-        coordinates alone: ``(members, index, key)``, in O(dims + group
-        size) whatever the world size. HcgError(ENOTMEMBER) when the rank is
-        outside the grid."""
+        coordinates alone, in O(dims + group size) whatever the world size.
+
+        Args:
+            spec: a group spec or :class:`Request` (see :meth:`request`).
+            rank: a rank of the request's grid.
+
+        Returns:
+            ``Group(members, index, key)``.
+
+        Raises:
+            HcgValueError: the rank is outside the grid (ENOTMEMBER).
+            As :meth:`request` for the spec.
+        """
         req, c = self._c_request(spec)
         g = _lib.Group()
         rank = _cint(rank, "rank")
@@ -522,12 +656,23 @@ class Layout:
     # ---- the process-group collection ----------------------------------------
 
     def field_request(self, grid: GridRef, field: str) -> Optional[Request]:
-        """The request of one collection field of a grid, or None when the
-        grid does not provide it (all of its dims are absent)."""
+        """The request of one collection field of a grid.
+
+        Args:
+            grid: the grid (see :meth:`grid`).
+            field: a field of :data:`FIELDS`, e.g. ``'dp_cp'``.
+
+        Returns:
+            The :class:`Request`, or None when the grid does not provide the
+            field (all of its dims are absent).
+
+        Raises:
+            HcgKeyError: no such field or grid.
+        """
         index = self._lib.hcg_field_find(field.encode("utf-8"))
         if index < 0:
-            raise HcgError(Status.ENOTFOUND, "no collection field '%s' "
-                           "(fields: %s)" % (field, ", ".join(FIELDS)))
+            raise HcgKeyError(Status.ENOTFOUND, "no collection field '%s' "
+                              "(fields: %s)" % (field, ", ".join(FIELDS)))
         g = self._grid_index(grid)
         c = _lib.Request()
         rc = self._lib.hcg_collection_request(self._p(), g, index,
@@ -546,15 +691,23 @@ class Layout:
     def collection(self, grid: GridRef, rank: int) -> Dict[str, Optional[Group]]: ...
 
     def collection(self, grid: GridRef = None, rank: Optional[int] = None) -> Any:
-        """A grid's process-group collection (Megatron's
-        ProcessGroupCollection), field name -> groups, None for a field the
-        grid does not provide.
+        """A grid's process-group collection (Megatron's ProcessGroupCollection).
 
-        Without rank each value is a :class:`Groups` (key and the whole
-        enumeration); with rank, the :class:`Group` holding that rank
-        (HcgError(ENOTMEMBER) when the rank is outside the grid). Alias
-        fields (intra_dp_cp, intra_expt_dp) carry the key of the field they
-        alias: equal keys mean one group object.
+        Alias fields (intra_dp_cp, intra_expt_dp) carry the key of the field
+        they alias: equal keys mean one group object.
+
+        Args:
+            grid: the grid (see :meth:`grid`).
+            rank: None, or a rank of the grid.
+
+        Returns:
+            field name -> groups, None for a field the grid does not provide.
+            Without rank each value is a :class:`Groups` (key and the whole
+            enumeration); with rank, the :class:`Group` holding that rank.
+
+        Raises:
+            HcgValueError: the rank is outside the grid (ENOTMEMBER).
+            HcgKeyError: no such grid.
         """
         out: Dict[str, Optional[Union[Group, Groups]]] = {}
         for field in FIELDS:
@@ -574,15 +727,25 @@ class Layout:
         lib = _lib.lib()
         index = lib.hcg_field_find(field.encode("utf-8"))
         if index < 0:
-            raise HcgError(Status.ENOTFOUND, "no collection field '%s'" % field)
+            raise HcgKeyError(Status.ENOTFOUND, "no collection field '%s'" % field)
         alias = lib.hcg_field_alias(index)
         return _lib.text(lib.hcg_field_name(alias)) if alias >= 0 else None
 
     # ---- embedding groups -----------------------------------------------------
 
     def embedding_groups(self, kind: Union[str, int] = "embd") -> List[List[int]]:
-        """The language module's embedding groups of a kind ('embd':
-        first and last rank of each pp group; 'pos_embd': the first)."""
+        """The language module's embedding groups of a kind.
+
+        Args:
+            kind: 'embd' (first and last rank of each pp group) or 'pos_embd'
+                (the first), or 0/1 as in hcg.h.
+
+        Returns:
+            The groups, canonical order.
+
+        Raises:
+            HcgValueError: an unknown kind.
+        """
         k = _embedding_kind(kind)
         out = []
         buf = (ctypes.c_int * 2)()
@@ -597,7 +760,18 @@ class Layout:
 
     def embedding_group(self, rank: int,
                         kind: Union[str, int] = "embd") -> Optional[List[int]]:
-        """The embedding group of a kind holding rank, or None."""
+        """The embedding group of a kind holding rank.
+
+        Args:
+            rank: a rank of the world.
+            kind: as :meth:`embedding_groups`'.
+
+        Returns:
+            Its members, or None when no group of that kind holds the rank.
+
+        Raises:
+            HcgValueError: an unknown kind.
+        """
         k = _embedding_kind(kind)
         buf = (ctypes.c_int * 2)()
         n = ctypes.c_int()
@@ -613,8 +787,20 @@ class Layout:
     # ---- bridges ---------------------------------------------------------------
 
     def bridge(self, src: GridRef, dest: GridRef = None) -> "Bridge":
-        """How an encoder grid feeds the language grid (dest defaults to
-        the language module). HcgError(EBRIDGE) when they cannot be bridged."""
+        """How an encoder grid feeds the language grid.
+
+        Args:
+            src: the encoder grid (see :meth:`grid`).
+            dest: the language grid; None: the language module.
+
+        Returns:
+            The :class:`Bridge`.
+
+        Raises:
+            HcgValueError: the grids cannot be bridged (EBRIDGE), with the
+                values that disagree.
+            HcgKeyError: no such grid.
+        """
         s = self._grid_index(src)
         d = self._grid_index(self.language if dest is None else dest)
         c = _lib.Bridge()
@@ -671,7 +857,14 @@ class Bridge:
         return out
 
     def group_of_rank(self, rank: int) -> Optional[List[int]]:
-        """The colocated gather group holding rank, or None."""
+        """The colocated gather group holding rank.
+
+        Args:
+            rank: a rank of the world.
+
+        Returns:
+            Its members, or None when no gather group holds the rank.
+        """
         buf = (ctypes.c_int * max(1, self.scale))()
         n = ctypes.c_int()
         rc = self._call("hcg_bridge_group_of_rank", _cint(rank, "rank"), buf,
@@ -683,8 +876,18 @@ class Bridge:
         return list(buf[:n.value])
 
     def batch_slice(self, rank: int, batch: int) -> Tuple[int, int]:
-        """(start, length) of a batch of ``batch`` samples rank holds on the
-        larger-dp side. HcgError(EBRIDGE) when scale does not divide batch."""
+        """The part of a batch rank holds on the larger-dp side.
+
+        Args:
+            rank: a rank of that side.
+            batch: samples in the batch.
+
+        Returns:
+            ``(start, length)``.
+
+        Raises:
+            HcgValueError: scale does not divide batch (EBRIDGE).
+        """
         start, length = ctypes.c_longlong(), ctypes.c_longlong()
         err = _lib.Error()
         rc = self._call("hcg_bridge_batch_slice", _cint(rank, "rank"),
@@ -695,14 +898,34 @@ class Bridge:
         return start.value, length.value
 
     def leaders(self, side: str = "src") -> List[int]:
-        """Non-colocated: the leader of each lane of a side ('src': each
-        lane's last rank, 'dest': its first), lanes in canonical order."""
+        """Non-colocated: the leader of each lane of a side, lanes in canonical
+        order.
+
+        Args:
+            side: 'src' (each lane's last rank) or 'dest' (its first).
+
+        Returns:
+            The leaders' ranks.
+
+        Raises:
+            KeyError: a side other than those two.
+        """
         s = {"src": 0, "dest": 1}[side]
         lanes = self.src_lanes if s == 0 else self.dest_lanes
         return [self._call("hcg_bridge_leader", s, lane) for lane in range(lanes)]
 
     def targets(self, src_lane: int) -> range:
-        """Non-colocated: the dest lanes a src lane sends to."""
+        """Non-colocated: the dest lanes a src lane sends to.
+
+        Args:
+            src_lane: a src lane.
+
+        Returns:
+            The dest lanes, as a range.
+
+        Raises:
+            HcgValueError: no such lane.
+        """
         first, count = ctypes.c_int(), ctypes.c_int()
         rc = self._call("hcg_bridge_targets", _cint(src_lane, "lane"),
                         ctypes.byref(first), ctypes.byref(count))

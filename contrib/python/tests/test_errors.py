@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime
 import os
+import re
 import tempfile
 import unittest
 
 import hcg
 from hcg import HcgError, Status
+from hcg import errors
 
 import support
 
@@ -173,6 +176,158 @@ class Files(unittest.TestCase):
         with hcg.Layout("@" + f.name, 8) as a, hcg.Layout.from_file(f.name, 8) as b:
             self.assertEqual(a.text, "llm@0:tp=2,dp=4")
             self.assertEqual(b.text, a.text)
+
+
+class Kinds(unittest.TestCase):
+    """Each error is also the built-in a torch user expects, and still an
+    HcgError with its status."""
+
+    def setUp(self):
+        self.L = hcg.Layout("vision:tp=2,dp=2; llm:tp=2,dp=*", 8)
+        self.addCleanup(self.L.close)
+
+    def check(self, exc, builtin, kind, code):
+        self.assertIsInstance(exc, builtin)
+        self.assertIsInstance(exc, kind)
+        self.assertIsInstance(exc, HcgError)
+        self.assertEqual(exc.code, code)
+
+    def test_a_bad_layout_is_a_value_error(self):
+        with self.assertRaises(ValueError) as cm:
+            hcg.Layout("tp=2,dp=x", 8)
+        self.check(cm.exception, ValueError, hcg.HcgValueError, Status.ESYNTAX)
+        with self.assertRaises(ValueError) as cm:
+            hcg.Layout("tp=2,dp=3", 8)
+        self.check(cm.exception, ValueError, hcg.HcgValueError, Status.ELAYOUT)
+        self.assertEqual(str(cm.exception), cm.exception.message)
+
+    def test_a_rank_outside_is_a_value_error(self):
+        with self.assertRaises(ValueError) as cm:
+            self.L.coords(7, "vision")
+        self.check(cm.exception, ValueError, hcg.HcgValueError,
+                   Status.ENOTMEMBER)
+        with self.assertRaises(ValueError) as cm:
+            self.L.coords(2 ** 40, "llm")
+        self.check(cm.exception, ValueError, hcg.HcgValueError, Status.ERANGE)
+
+    def test_a_missing_name_is_a_key_error(self):
+        for call in (lambda: self.L.request("llm:zz"),
+                     lambda: self.L.grid("nope"),
+                     lambda: self.L.grid("llm").view("nope"),
+                     lambda: self.L.field_request("llm", "nope")):
+            with self.assertRaises(KeyError) as cm:
+                call()
+            self.check(cm.exception, KeyError, hcg.HcgKeyError,
+                       Status.ENOTFOUND)
+            # Not KeyError's quoted repr: the message as it is.
+            self.assertEqual(str(cm.exception), cm.exception.message)
+
+    def test_a_wrong_type_is_a_type_error(self):
+        for call in (lambda: self.L.coords("3", "llm"),
+                     lambda: self.L.coords(True, "llm"),
+                     lambda: self.L.request(3)):
+            with self.assertRaises(TypeError) as cm:
+                call()
+            self.check(cm.exception, TypeError, hcg.HcgTypeError,
+                       Status.EINVAL)
+
+    def test_a_missing_environment_is_a_runtime_error(self):
+        with self.assertRaises(RuntimeError) as cm:
+            hcg.env.from_environ({})
+        self.check(cm.exception, RuntimeError, hcg.HcgRuntimeError,
+                   Status.EENV)
+
+    def test_the_kind_of_every_status(self):
+        builtins = {hcg.HcgValueError: ValueError, hcg.HcgTypeError: TypeError,
+                    hcg.HcgKeyError: KeyError,
+                    hcg.HcgTimeoutError: TimeoutError,
+                    hcg.HcgRuntimeError: RuntimeError}
+        self.assertEqual(set(errors.KIND), set(Status) - {Status.OK})
+        for code in errors.KIND:
+            with self.subTest(code=code.name):
+                exc = errors.error(code, "m", 1, 2)
+                self.assertIs(type(exc), errors.KIND[code])
+                self.assertIsInstance(exc, builtins[type(exc)])
+                self.assertEqual((exc.code, exc.message, exc.line, exc.column),
+                                 (code, "m", 1, 2))
+        self.assertIs(type(errors.error(Status.ETIMEOUT, "")),
+                      hcg.HcgTimeoutError)
+        newer = errors.error(99, "from a newer libhcg")
+        self.assertIsInstance(newer, hcg.HcgRuntimeError)
+        self.assertEqual((newer.code, newer.name), (99, "99"))
+
+    def test_a_peer_error_is_a_runtime_error(self):
+        exc = hcg.PeerError(Status.ETIMEOUT, "step failed", 3, "why")
+        self.assertIsInstance(exc, RuntimeError)
+        self.assertNotIsInstance(exc, TimeoutError)  # this rank did not wait
+        self.assertEqual((exc.code, exc.rank, exc.reason),
+                         (Status.ETIMEOUT, 3, "why"))
+
+    def test_timeouts_of_hcg_torch(self):
+        # hcg.torch's argument checks need no torch.
+        from hcg.torch import _base
+
+        self.assertEqual(_base.timeout_of(2.5), datetime.timedelta(seconds=2.5))
+        self.assertEqual(_base.timeout_of(datetime.timedelta(minutes=1)),
+                         datetime.timedelta(seconds=60))
+        with self.assertRaises(TypeError) as cm:
+            _base.timeout_of("5")  # type: ignore[arg-type]
+        self.check(cm.exception, TypeError, hcg.HcgTypeError, Status.EINVAL)
+        with self.assertRaises(ValueError) as cm:
+            _base.timeout_of(-1)
+        self.check(cm.exception, ValueError, hcg.HcgValueError, Status.EINVAL)
+
+    def test_only_a_timeout_is_reported_as_one(self):
+        # A group whose members all arrived but whose connection failed in
+        # torch: ETIMEOUT only when torch says it timed out, whenever that
+        # was; any other RuntimeError is EIO, even at the deadline.
+        from hcg.torch import _meet
+
+        what = "process group 'g' (ranks 0, 1)"
+        late = _meet.formation_error(what, 10, None,
+                                     RuntimeError("Connection reset by peer"),
+                                     10.0)
+        self.check(late, RuntimeError, hcg.HcgRuntimeError, Status.EIO)
+        self.assertNotIsInstance(late, TimeoutError)
+        self.assertIn("connecting its members failed after 10.0 s", late.message)
+        for text in ("Socket Timeout", "Timed out after 10 seconds waiting "
+                     "for clients", "Wait timeout after 5000ms"):
+            with self.subTest(torch=text):
+                early = _meet.formation_error(what, 10, None,
+                                              RuntimeError(text), 2.0)
+                self.check(early, TimeoutError, hcg.HcgTimeoutError,
+                           Status.ETIMEOUT)
+                self.assertIn("did not form within 10 s", early.message)
+        refused = _meet.formation_error(what, 10, None, ValueError("bad"), 0.1)
+        self.check(refused, ValueError, hcg.HcgValueError, Status.EINVAL)
+
+
+#: Where hcg.h is in a checkout (the binding's tests run from one).
+_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       os.pardir, os.pardir, os.pardir, "runtime", "hcg.h")
+
+
+class StatusCodes(unittest.TestCase):
+    """hcg.Status is retyped from hcg.h (libhcg cannot list its codes):
+    this test is what keeps the two the same."""
+
+    def test_status_is_enum_hcg_status_of_the_header(self):
+        if not os.path.exists(_HEADER):
+            self.skipTest("no runtime/hcg.h beside this binding")
+        with open(_HEADER, encoding="utf-8") as f:
+            text = f.read()
+        body = re.search(r"enum hcg_status \{(.*?)\};", text, re.S)
+        self.assertIsNotNone(body, "no enum hcg_status in " + _HEADER)
+        codes = {name: int(value) for name, value in
+                 re.findall(r"\bHCG_(\w+)\s*=\s*(\d+)", body.group(1))}
+        self.assertEqual(codes, {s.name: int(s) for s in Status})
+
+    def test_the_library_names_every_code(self):
+        unknown = errors.strerror(len(Status) + 100)
+        for code in Status:
+            with self.subTest(code=code.name):
+                self.assertTrue(errors.strerror(code))
+                self.assertNotEqual(errors.strerror(code), unknown)
 
 
 if __name__ == "__main__":

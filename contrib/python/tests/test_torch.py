@@ -48,6 +48,23 @@ class WithoutTorch(unittest.TestCase):
         self.assertIn("works without torch", proc.stdout)
 
 
+    def test_bridges_are_named_lazily(self):
+        # The bridges are torch modules: naming one imports torch, which
+        # importing hcg.torch must not.
+        code = ("import sys\n"
+                "sys.modules['torch'] = None\n"
+                "import hcg.torch as ht\n"
+                "assert 'hcg.torch.bridge' not in sys.modules\n"
+                "try:\n"
+                "    ht.ColocatedBridge\n"
+                "except ht.TorchUnavailableError as exc:\n"
+                "    print(exc)\n")
+        proc = subprocess.run([sys.executable, "-c", code],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, env=dict(os.environ))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("hcg.torch needs PyTorch", proc.stdout)
+
 
 def _have_torch() -> bool:
     try:
@@ -158,6 +175,26 @@ class RealTorch(unittest.TestCase):
             self.assertIn("timeout must be more than 0", res["timeout"])
             self.assertIn("EENV: hcg.torch.init: this process has no hcg layout",
                           res["init"])
+
+    def test_errors_are_builtins_too(self):
+        # The same bad input as test_bad_input: each error is also the
+        # built-in exception torch code expects.
+        for res in run_job("errors", 2):
+            self.assertEqual(res["world_is"], ["ValueError"])
+            self.assertEqual(res["rank_is"], ["ValueError"])
+            self.assertEqual(res["type_is"], ["TypeError"])
+            self.assertEqual(res["options_is"], ["ValueError"])
+            self.assertEqual(res["timeout_is"], ["ValueError"])
+            self.assertEqual(res["init_is"], ["RuntimeError"])
+
+    def test_colocated_bridge_is_a_module(self):
+        for rank, res in enumerate(run_job("bridge", 4, "vision@0:tp=1,dp=4; "
+                                           "llm@0:tp=2,dp=2")):
+            self.assertTrue(res["module"], rank)
+            self.assertIn("kind='fan-in', scale=2", res["repr"])
+            self.assertTrue(res["forward"], rank)
+            self.assertTrue(res["backward"], rank)
+            self.assertTrue(res["one_function"], rank)
 
     def test_member_that_never_arrives(self):
         results = run_job("missing", 4, "3")

@@ -147,6 +147,36 @@ def check_errors(rank: int, world: int, _arg: str) -> dict:
             out[what] = "no error"
         except hcg.HcgError as exc:
             out[what] = "%s: %s" % (exc.name, exc.message)
+            out[what + "_is"] = sorted(
+                t.__name__ for t in (ValueError, TypeError, KeyError,
+                                     TimeoutError, RuntimeError)
+                if isinstance(exc, t))
+    return out
+
+
+def check_bridge(rank: int, world: int, layout: str) -> dict:
+    """A colocated fan-in bridge as a torch module: forward gathers the
+    src shards of the rank's gather group, backward hands each its slice;
+    the autograd step is one class whatever the call."""
+    import torch
+    import hcg.torch as ht
+
+    L = hcg.Layout(layout, world)
+    br = ht.ColocatedBridge("vision", "llm", source=L)
+
+    def rows(r: int) -> "torch.Tensor":
+        return (10.0 * r + torch.arange(2.0)).view(2, 1)
+
+    out = {"module": isinstance(br, torch.nn.Module), "repr": repr(br)}
+    members = L.bridge("vision").group_of_rank(rank)
+    x = rows(rank).requires_grad_()
+    y = torch.nn.Sequential(br)(x)
+    out["forward"] = torch.equal(y.detach(), torch.cat([rows(m) for m in members]))
+    y.backward(torch.arange(4.0).view(4, 1))
+    at = 2 * members.index(rank)
+    out["backward"] = x.grad.view(-1).tolist() == [float(at), float(at + 1)]
+    again = br(rows(rank).requires_grad_())
+    out["one_function"] = type(again.grad_fn) is type(y.grad_fn)
     return out
 
 
@@ -264,6 +294,7 @@ def check_mesh_outside(rank: int, world: int, layout: str) -> dict:
 SCENARIOS = {"collections": check_collections, "mesh_outside": check_mesh_outside,
              "collections_per_key": check_collections_per_key, "grid": check_grid,
              "errors": check_errors, "missing": check_missing,
+             "bridge": check_bridge,
              "node_local": check_node_local, "uneven": check_uneven,
              "peer_fails": check_peer_fails}
 

@@ -23,8 +23,9 @@ refuses arguments that disagree with the launcher's layout, and
 See doc/torch.md.
 """
 
-from ._base import TorchUnavailableError, tcp_store
-from .bridge import ColocatedBridge, NonColocatedBridge
+from typing import TYPE_CHECKING, Any
+
+from ._base import NotInitializedError, Timeout, TorchUnavailableError, tcp_store
 from .collection import (ATTRIBUTES, GroupFactory, MultiModuleCollection,
                          ProcessGroups, new_collection, new_collections,
                          new_multimodule_collection)
@@ -34,10 +35,28 @@ from .titan import torchtitan_layout, torchtitan_meshes
 from .megatron import MegatronArgs, MegatronError, check_megatron_args, megatron_args
 from .rendezvous import init
 
+if TYPE_CHECKING:
+    from .bridge import ColocatedBridge, NonColocatedBridge
+
 __all__ = ["ATTRIBUTES", "ColocatedBridge", "DeviceMeshUnavailableError", "GroupFactory", "HyperCommGrid",
-           "NonColocatedBridge",
+           "NonColocatedBridge", "NotInitializedError", "Timeout",
            "MultiModuleCollection", "ProcessGroups", "TorchUnavailableError",
            "MeshError", "device_mesh", "init", "new_collection", "new_collections",
            "new_multimodule_collection", "tcp_store",
            "torchtitan_layout", "torchtitan_meshes",
            "MegatronArgs", "MegatronError", "check_megatron_args", "megatron_args"]
+
+
+def __getattr__(name: str) -> Any:
+    """The bridges, loaded when first named: they are torch.nn.Modules, so
+    their module imports torch, which importing hcg.torch must not."""
+    if name in ("ColocatedBridge", "NonColocatedBridge"):
+        from ._base import dist
+
+        dist()  # TorchUnavailableError, saying so, without torch
+        from . import bridge
+
+        value = getattr(bridge, name)
+        globals()[name] = value  # found directly from now on
+        return value
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -10,19 +10,37 @@ import datetime
 import os
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
-from ..errors import HcgError, Status
+from ..errors import HcgRuntimeError, HcgTypeError, HcgValueError, Status
+
+if TYPE_CHECKING:
+    from ..env import TaskEnv
+
+# torch's types, named for the reader. To mypy they are Any: torch is not
+# followed (pyproject.toml's [tool.mypy]), and hcg imports without torch.
+#: A torch.distributed.ProcessGroup.
+ProcessGroup = Any
+#: A torch.distributed.Store (TCPStore, PrefixStore).
+Store = Any
+#: The torch.distributed module.
+Dist = Any
 
 
 class TorchUnavailableError(ImportError):
     """PyTorch (with torch.distributed) cannot be used in this process."""
 
 
-def dist() -> Any:
+class NotInitializedError(HcgRuntimeError, ValueError):
+    """A call that needs torch.distributed's default group before there is
+    one. Both a RuntimeError (what torch 1.x raises there) and a ValueError
+    (torch 2.x)."""
+
+
+def dist() -> Dist:
     """torch.distributed, imported now (and only now)."""
     try:
-        import torch.distributed as d  # type: ignore[import]
+        import torch.distributed as d
     except ImportError as exc:
         raise TorchUnavailableError(
             "hcg.torch needs PyTorch with torch.distributed, and importing it "
@@ -42,31 +60,48 @@ DEFAULT_TIMEOUT_S = 300
 MAX_TIMEOUT_S = 86400
 
 
-def timeout_of(timeout: Any) -> datetime.timedelta:
-    """A timedelta from a timedelta, a number of seconds or None (then
-    HCG_TIMEOUT, then DEFAULT_TIMEOUT_S)."""
+#: A timeout as hcg.torch takes it: a timedelta, or seconds (an int or a
+#: float), as torch.distributed's own calls take the former.
+Timeout = Union[datetime.timedelta, float]
+
+
+def timeout_of(timeout: Optional[Timeout]) -> datetime.timedelta:
+    """The timeout a caller gave, checked.
+
+    Args:
+        timeout: a timedelta, a number of seconds, or None: then
+            HCG_TIMEOUT (whole seconds), then DEFAULT_TIMEOUT_S.
+
+    Returns:
+        The timeout as a timedelta.
+
+    Raises:
+        hcg.HcgTypeError: neither a timedelta nor a number.
+        hcg.HcgValueError: not more than 0 s and at most MAX_TIMEOUT_S.
+        hcg.HcgRuntimeError: an HCG_TIMEOUT that is no such number (EENV).
+    """
     if timeout is None:
         text = os.environ.get("HCG_TIMEOUT")
         if text is None or text == "":
             return datetime.timedelta(seconds=DEFAULT_TIMEOUT_S)
         if not text.isdigit() or not 1 <= int(text) <= MAX_TIMEOUT_S:
-            raise HcgError(Status.EENV, "HCG_TIMEOUT='%s': expected whole "
-                           "seconds from 1 to %d" % (text, MAX_TIMEOUT_S))
+            raise HcgRuntimeError(Status.EENV, "HCG_TIMEOUT='%s': expected whole "
+                                  "seconds from 1 to %d" % (text, MAX_TIMEOUT_S))
         return datetime.timedelta(seconds=int(text))
     if isinstance(timeout, datetime.timedelta):
         seconds = timeout.total_seconds()
     elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
         seconds = float(timeout)
     else:
-        raise HcgError(Status.EINVAL, "timeout must be a datetime.timedelta "
-                       "or seconds, got %r" % (timeout,))
+        raise HcgTypeError(Status.EINVAL, "timeout must be a datetime.timedelta "
+                           "or seconds, got %r" % (timeout,))
     if not 0 < seconds <= MAX_TIMEOUT_S:
-        raise HcgError(Status.EINVAL, "timeout must be more than 0 and at "
-                       "most %d s, got %g s" % (MAX_TIMEOUT_S, seconds))
+        raise HcgValueError(Status.EINVAL, "timeout must be more than 0 and at "
+                            "most %d s, got %g s" % (MAX_TIMEOUT_S, seconds))
     return datetime.timedelta(seconds=seconds)
 
 
-def group_timeout(timeout: Any) -> datetime.timedelta:
+def group_timeout(timeout: Optional[Timeout]) -> datetime.timedelta:
     """The timeout of a group: the caller's, else init()'s, else
     timeout_of(None)."""
     if timeout is not None:
@@ -79,7 +114,7 @@ _store_lock = threading.Lock()
 _store_kw: Optional[Dict[str, Any]] = None
 
 
-def _store_kwargs(d: Any) -> Dict[str, Any]:
+def _store_kwargs(d: Dist) -> Dict[str, Any]:
     """What a TCPStore needs to open on this torch, detected once.
 
     torch 2.4 and later take ``use_libuv`` and default it to True, but a
@@ -100,7 +135,7 @@ def _store_kwargs(d: Any) -> Dict[str, Any]:
         return dict(_store_kw)
 
 
-def _opens(d: Any, kwargs: Dict[str, Any]) -> bool:
+def _opens(d: Dist, kwargs: Dict[str, Any]) -> bool:
     try:
         probe = d.TCPStore("127.0.0.1", 0, 1, True,
                            datetime.timedelta(seconds=10),
@@ -113,7 +148,7 @@ def _opens(d: Any, kwargs: Dict[str, Any]) -> bool:
 
 def tcp_store(host: str, port: int, world_size: Optional[int],
               is_master: bool, timeout: datetime.timedelta,
-              wait_for_workers: bool = True) -> Any:
+              wait_for_workers: bool = True) -> Store:
     """A ``torch.distributed.TCPStore`` (server when ``is_master``, else a
     client of HOST:PORT) that opens on this torch whether or not it was
     built with libuv. Arguments as TCPStore's. torch's own errors (a port
@@ -131,7 +166,7 @@ _kept: List[List[Any]] = []
 _kept_atexit = False
 
 
-def keep_backends(pg: Any) -> None:
+def keep_backends(pg: ProcessGroup) -> None:
     """Makes sure the backends of ``pg`` (a torch 2.x process group, which
     wraps them) are never destroyed while the GIL is held.
 
@@ -151,7 +186,7 @@ def keep_backends(pg: Any) -> None:
     getter = getattr(pg, "_get_backend", None)
     if getter is None:
         return
-    import torch  # type: ignore[import]
+    import torch
 
     types = getattr(pg, "_device_types", None)
     names = [str(t) for t in types] if types else ["cpu", "cuda"]
@@ -196,7 +231,7 @@ class _State:
         #: "hcg-SECRET/": the prefix of every key in the job's store, when
         #: the secret came through PMIx (see rendezvous.py); never printed.
         self.store_prefix: Optional[str] = None
-        self.task: Any = None  # hcg.env.TaskEnv of init()
+        self.task: Optional[TaskEnv] = None  # init()'s
         self.backend: Optional[str] = None
         self.timeout: Optional[datetime.timedelta] = None
 

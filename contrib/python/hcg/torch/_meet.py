@@ -37,10 +37,13 @@ number and its error message.
 from __future__ import annotations
 
 import datetime
+import re
 import time
 from typing import Any, List, Optional, Sequence
 
-from ..errors import HcgError, PeerError, Status
+from ..errors import (HcgError, HcgRuntimeError, HcgTimeoutError,
+                      HcgValueError, PeerError, Status, status_name)
+from ._base import Store
 
 _IN = "hcg_in/%d"
 _ARRIVED = "hcg_arrived"
@@ -89,13 +92,13 @@ def _parse(value: Any) -> Optional[PeerError]:
 
 
 def _peer_error(what: str, failure: PeerError) -> PeerError:
-    code = HcgError(failure.code, "").name
+    code = status_name(failure.code)
     return PeerError(failure.code, "%s cannot form: rank %d failed: %s: %s"
                      % (what, failure.rank, code, failure.reason),
                      failure.rank, failure.reason)
 
 
-def missing(store: Any, members: Sequence[int]) -> List[int]:
+def missing(store: Store, members: Sequence[int]) -> List[int]:
     """The members that never checked in; [] when the store cannot tell."""
     out = []
     for i, m in enumerate(members):
@@ -109,7 +112,7 @@ def missing(store: Any, members: Sequence[int]) -> List[int]:
     return out
 
 
-def failure(store: Any) -> Optional[PeerError]:
+def failure(store: Store) -> Optional[PeerError]:
     """The first failure a member reported on this step, if any (never
     waits; None when the store cannot tell)."""
     try:
@@ -120,7 +123,7 @@ def failure(store: Any) -> Optional[PeerError]:
         return None
 
 
-def report(store: Any, rank: int, exc: HcgError, settle: bool = False) -> None:
+def report(store: Store, rank: int, exc: HcgError, settle: bool = False) -> None:
     """Tells the step's members that ``rank`` failed with ``exc``: members
     still waiting to meet raise a PeerError now. Best effort: a store that
     is gone is left alone (the others then time out naming this rank).
@@ -139,7 +142,7 @@ def report(store: Any, rank: int, exc: HcgError, settle: bool = False) -> None:
         pass
 
 
-def linger(store: Any, size: int, deadline: float) -> None:
+def linger(store: Store, size: int, deadline: float) -> None:
     """Waits (polling, until ``deadline``) until all ``size`` members are
     done with a failed step (``settle=True`` in meet and report): the
     member hosting the store calls it before it leaves, so that no other
@@ -153,7 +156,7 @@ def linger(store: Any, size: int, deadline: float) -> None:
         time.sleep(0.05)
 
 
-def meet(store: Any, index: int, members: Sequence[int], rank: int,
+def meet(store: Store, index: int, members: Sequence[int], rank: int,
          deadline: float, what: str, timeout_s: float,
          settle: bool = False) -> None:
     """Checks in as member ``index`` of ``members`` and waits until every
@@ -172,9 +175,9 @@ def meet(store: Any, index: int, members: Sequence[int], rank: int,
             store.compare_set(_GO, "", _OK)
             store.set(_DECIDED, "1")
     except Exception as exc:  # pylint: disable=broad-except
-        raise HcgError(Status.EIO, "%s: cannot check in at hcg.torch's store "
-                       "(hosted by rank 0): %s" % (what, first_line(exc))
-                       ) from None
+        raise HcgRuntimeError(Status.EIO, "%s: cannot check in at hcg.torch's store "
+                              "(hosted by rank 0): %s" % (what, first_line(exc))
+                              ) from None
     start = time.monotonic()
     left = max(deadline - start, 0.001)
     try:
@@ -182,14 +185,14 @@ def meet(store: Any, index: int, members: Sequence[int], rank: int,
         value = _text(store.get(_GO))
     except Exception as exc:  # pylint: disable=broad-except
         if time.monotonic() - start < 0.9 * left:  # not the timeout
-            raise HcgError(Status.EIO, "%s: lost hcg.torch's store (hosted "
-                           "by rank 0) while waiting for its members: %s"
-                           % (what, first_line(exc))) from None
+            raise HcgRuntimeError(Status.EIO, "%s: lost hcg.torch's store (hosted "
+                                  "by rank 0) while waiting for its members: %s"
+                                  % (what, first_line(exc))) from None
         absent = missing(store, members)
         who = ("ranks %s never arrived" % span(absent) if absent else
                "its members did not all arrive")
-        raise HcgError(Status.ETIMEOUT, "%s did not form within %g s: %s"
-                       % (what, timeout_s, who)) from None
+        raise HcgTimeoutError(Status.ETIMEOUT, "%s did not form within %g s: %s"
+                              % (what, timeout_s, who)) from None
     if value == _OK:
         return
     if settle:
@@ -199,14 +202,28 @@ def meet(store: Any, index: int, members: Sequence[int], rank: int,
             pass
     failed = _parse(value)
     if failed is None:
-        raise HcgError(Status.EIO, "%s: unreadable value %r under %s in the "
-                       "store" % (what, value[:80], _GO))
+        raise HcgRuntimeError(Status.EIO, "%s: unreadable value %r under %s in the "
+                              "store" % (what, value[:80], _GO))
     if failed.rank == rank:
         raise Cancelled()
     raise _peer_error(what, failed)
 
 
-def formation_error(what: str, timeout_s: float, store: Any,
+#: How torch's timeouts read: "Socket Timeout", "Timed out after 300
+#: seconds", "wait timeout after 5000ms", gloo's "Timed out waiting ...".
+_TIMEOUT_TEXT = re.compile(r"\btime[sd]?[ _-]?out", re.IGNORECASE)
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Whether torch's exception is a timeout: a TimeoutError, or one whose
+    text says so. torch raises its timeouts as RuntimeErrors (DistStoreError,
+    DistBackendError) like every other failure, so the kind alone cannot
+    tell; the time it took cannot either (a peer that died near the
+    deadline is no timeout)."""
+    return isinstance(exc, TimeoutError) or bool(_TIMEOUT_TEXT.search(str(exc)))
+
+
+def formation_error(what: str, timeout_s: float, store: Store,
                     exc: BaseException, elapsed: float) -> HcgError:
     """The error for a step whose members all arrived but whose connection
     failed in torch (``exc``, after ``elapsed`` seconds): a member's own
@@ -217,11 +234,11 @@ def formation_error(what: str, timeout_s: float, store: Any,
     if reported is not None:
         return _peer_error(what, reported)
     if isinstance(exc, (ValueError, TypeError)):
-        return HcgError(Status.EINVAL, "%s: torch refused it: %s"
-                        % (what, first_line(exc)))
-    if elapsed >= 0.9 * timeout_s:
-        return HcgError(Status.ETIMEOUT, "%s did not form within %g s: its "
-                        "members did not all connect (torch: %s)"
-                        % (what, timeout_s, first_line(exc)))
-    return HcgError(Status.EIO, "%s: connecting its members failed after "
-                    "%.1f s (torch: %s)" % (what, elapsed, first_line(exc)))
+        return HcgValueError(Status.EINVAL, "%s: torch refused it: %s"
+                             % (what, first_line(exc)))
+    if timed_out(exc):
+        return HcgTimeoutError(Status.ETIMEOUT, "%s did not form within %g s: its "
+                               "members did not all connect (torch: %s)"
+                               % (what, timeout_s, first_line(exc)))
+    return HcgRuntimeError(Status.EIO, "%s: connecting its members failed after "
+                           "%.1f s (torch: %s)" % (what, elapsed, first_line(exc)))

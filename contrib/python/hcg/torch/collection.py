@@ -23,10 +23,11 @@ import warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..env import TaskEnv, domain_local_of, from_environ, node_local_of
-from ..errors import HcgError, Status
+from ..errors import HcgTypeError, HcgValueError, Status
 from ..layout import EMBEDDINGS, FIELDS, GridRef, Layout, Spec
 from . import groups as _groups
-from ._base import STATE, dist, group_timeout, timeout_of
+from ._base import (STATE, Dist, NotInitializedError, ProcessGroup, Timeout,
+                    dist, group_timeout, timeout_of)
 
 #: The weight-rematerialization groups of Megatron's collection, each over
 #: one dim: ``gtp_remat`` of the base, ``expt_gtp_remat`` of the expert view.
@@ -96,18 +97,18 @@ class ProcessGroups:
             self.keys[name] = None
             self.ranks[name] = None
 
-    def _set(self, field: str, key: Optional[str], group: Any,
+    def _set(self, field: str, key: Optional[str], group: Optional[ProcessGroup],
              members: Optional[List[int]]) -> None:
         setattr(self, field, group)
         self.keys[field] = key
         self.ranks[field] = members
 
-    def __getitem__(self, field: str) -> Any:
+    def __getitem__(self, field: str) -> Optional[ProcessGroup]:
         if field not in ATTRIBUTES:
             raise KeyError(field)
         return getattr(self, field)
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> Dict[str, Optional[ProcessGroup]]:
         """Field -> process group (or None), every attribute."""
         return {name: getattr(self, name) for name in ATTRIBUTES}
 
@@ -132,7 +133,7 @@ class ProcessGroups:
             ImportError: ``cls`` is None and Megatron-LM is not importable.
         """
         if cls is None:
-            from megatron.core.process_groups_config import (  # type: ignore[import]
+            from megatron.core.process_groups_config import (
                 ProcessGroupCollection)
             cls = ProcessGroupCollection
         try:
@@ -153,9 +154,9 @@ class ProcessGroups:
                           "(%s); they are left unset" % (
                               cls.__module__, cls.__name__, ", ".join(unknown)),
                           stacklevel=2)
-        out = cls(**kwargs)
+        out: Any = cls(**kwargs)
         if "tp_dp" not in names:
-            out.tp_dp = self.tp_dp
+            out.tp_dp = getattr(self, "tp_dp")  # set by _set, as every field
         return out
 
     def __repr__(self) -> str:
@@ -188,7 +189,7 @@ class MultiModuleCollection(Dict[str, ProcessGroups]):
         language_model_module_name=...)``; by default Megatron's
         MultiModuleProcessGroupCollection."""
         if cls is None:
-            from megatron.core.process_groups_config import (  # type: ignore[import]
+            from megatron.core.process_groups_config import (
                 MultiModuleProcessGroupCollection)
             cls = MultiModuleProcessGroupCollection
         return cls(module_pgs={n: p.to_megatron(collection_cls)
@@ -196,12 +197,12 @@ class MultiModuleCollection(Dict[str, ProcessGroups]):
                    language_model_module_name=self.language)
 
 
-def _resolve(source: Source, d: Any) -> Tuple[Layout, int, bool]:
+def _resolve(source: Source, d: Dist) -> Tuple[Layout, int, bool]:
     """(layout, rank, owned) from what the caller gave, checked against the
     default process group."""
     if not d.is_initialized():
-        raise HcgError(Status.EINVAL, "torch.distributed is not initialized: "
-                       "call hcg.torch.init() first (or init_process_group)")
+        raise NotInitializedError(Status.EINVAL, "torch.distributed is not initialized: "
+                                  "call hcg.torch.init() first (or init_process_group)")
     world, rank = d.get_world_size(), d.get_rank()
     owned = False
     if source is None:
@@ -213,20 +214,20 @@ def _resolve(source: Source, d: Any) -> Tuple[Layout, int, bool]:
         source, owned = Layout(source, world), True
     if isinstance(source, TaskEnv):
         if source.rank != rank:
-            raise HcgError(Status.EMISMATCH, "HCG_RANK=%d but "
-                           "torch.distributed.get_rank()=%d: the torch ranks "
-                           "must be the Slurm task ranks (RANK=$SLURM_PROCID)"
-                           % (source.rank, rank))
+            raise HcgValueError(Status.EMISMATCH, "HCG_RANK=%d but "
+                                "torch.distributed.get_rank()=%d: the torch ranks "
+                                "must be the Slurm task ranks (RANK=$SLURM_PROCID)"
+                                % (source.rank, rank))
         layout = source.layout
     elif isinstance(source, Layout):
         layout = source
     else:
-        raise HcgError(Status.EINVAL, "a layout source is an hcg.Layout, a "
-                       "TaskEnv, layout text or None, not %s"
-                       % type(source).__name__)
+        raise HcgTypeError(Status.EINVAL, "a layout source is an hcg.Layout, a "
+                           "TaskEnv, layout text or None, not %s"
+                           % type(source).__name__)
     if layout.world_size != world:
-        raise HcgError(Status.EMISMATCH, "the layout is for %d ranks but the "
-                       "torch world has %d" % (layout.world_size, world))
+        raise HcgValueError(Status.EMISMATCH, "the layout is for %d ranks but the "
+                            "torch world has %d" % (layout.world_size, world))
     return layout, rank, owned
 
 
@@ -272,10 +273,26 @@ class GroupFactory:
     on one communicator, and ``destroy_process_group`` on one destroys it
     for all of them (as for alias fields). ``share_equal=False``: one
     process group per key, as Megatron-LM makes them.
+
+    Args:
+        source: see above.
+        backend: of every group; default hcg.torch.init()'s.
+        timeout: of every group (a timedelta or seconds); default
+            hcg.torch.init()'s, else HCG_TIMEOUT, else 300 s.
+        pg_options: torch's options of every group.
+        options_fn: key -> options for that group, or None.
+        share_equal: see above.
+
+    Raises:
+        NotInitializedError: torch.distributed is not initialized.
+        hcg.HcgTypeError: a source of another type.
+        hcg.HcgValueError: a layout for another world size, a TaskEnv
+            whose rank is not torch's (EMISMATCH), a bad timeout.
+        hcg.HcgRuntimeError: no layout in the environment (EENV).
     """
 
     def __init__(self, source: Source = None, *,
-                 backend: Optional[str] = None, timeout: Any = None,
+                 backend: Optional[str] = None, timeout: Optional[Timeout] = None,
                  pg_options: Any = None,
                  options_fn: Optional[Callable[[str], Optional[Mapping[str, Any]]]] = None,
                  share_equal: bool = True) -> None:
@@ -298,7 +315,7 @@ class GroupFactory:
         self._options_fn = options_fn
         self._share_equal = share_equal
         # key -> (process group, members)
-        self._groups: Dict[str, Tuple[Any, List[int]]] = {}
+        self._groups: Dict[str, Tuple[ProcessGroup, List[int]]] = {}
         # what a process group is shared by -> the group (see _identity)
         self._objects: Dict[Tuple[str, Any], Any] = {}
 
@@ -316,8 +333,8 @@ class GroupFactory:
             extra = self._options_fn(key) or {}
             unknown = sorted(set(extra) - set(_OPTION_NAMES))
             if unknown:
-                raise HcgError(Status.EINVAL, "options_fn('%s') returned %s; "
-                               "allowed: %s" % (key, ", ".join(unknown),
+                raise HcgValueError(Status.EINVAL, "options_fn('%s') returned %s; "
+                                    "allowed: %s" % (key, ", ".join(unknown),
                                                 ", ".join(_OPTION_NAMES)))
             kw.update(extra)
             if "timeout" in extra:
@@ -356,18 +373,41 @@ class GroupFactory:
             return None
         return req.key, self.layout.group_of_rank(req, self.rank).members
 
-    def group(self, spec: Spec) -> Any:
-        """This rank's process group for a spec "GRID[/VIEW]:DIMS" (None
-        when the rank is outside that grid)."""
+    def group(self, spec: Spec) -> Optional[ProcessGroup]:
+        """This rank's process group for a spec.
+
+        Args:
+            spec: ``"GRID[/VIEW]:DIMS"`` or a :class:`hcg.Request`.
+
+        Returns:
+            The process group, or None when the rank is outside that grid.
+
+        Raises:
+            HcgTimeoutError: a member never arrived (the group and the absent
+                ranks are named).
+            hcg.PeerError: another member failed first.
+            hcg.HcgError: a bad spec (see :meth:`hcg.Layout.request`), a group
+                torch cannot connect.
+        """
         found = self._member(spec)
         if found is None:
             return None
         self._ensure([found])
         return self._groups[found[0]][0]
 
-    def groups_of(self, specs: Sequence[Spec]) -> List[Any]:
-        """Several specs at once (their groups connect concurrently); None
-        for those whose grid does not hold this rank."""
+    def groups_of(self, specs: Sequence[Spec]) -> List[Optional[ProcessGroup]]:
+        """Several specs at once (their groups connect concurrently).
+
+        Args:
+            specs: specs as :meth:`group` takes them.
+
+        Returns:
+            One process group per spec, None for those whose grid does not hold
+            this rank.
+
+        Raises:
+            As :meth:`group`; the groups this call made are destroyed.
+        """
         found = [self._member(s) for s in specs]
         self._ensure(f for f in found if f is not None)
         return [None if f is None else self._groups[f[0]][0] for f in found]
@@ -378,9 +418,18 @@ class GroupFactory:
             return None
         return "%s#%s" % (self.layout.language, kind), members
 
-    def embedding(self, kind: str = "embd") -> Any:
-        """This rank's embedding group of a kind ('embd' or 'pos_embd'),
-        keyed 'GRID#embd' as in libhcg; None when the rank is in none."""
+    def embedding(self, kind: str = "embd") -> Optional[ProcessGroup]:
+        """This rank's embedding group of a kind, keyed 'GRID#embd' as in libhcg.
+
+        Args:
+            kind: 'embd' or 'pos_embd'.
+
+        Returns:
+            The process group, or None when the rank is in none.
+
+        Raises:
+            As :meth:`group`; HcgValueError for an unknown kind.
+        """
         found = self._embedding_member(kind)
         if found is None:
             return None
@@ -406,8 +455,8 @@ class GroupFactory:
             embedding = g.language
         if embedding:
             if not g.language:
-                raise HcgError(Status.EINVAL, "grid '%s' is not the language "
-                               "module: it has no embedding groups" % g.name)
+                raise HcgValueError(Status.EINVAL, "grid '%s' is not the language "
+                                    "module: it has no embedding groups" % g.name)
             for kind in EMBEDDINGS:
                 found = self._embedding_member(kind) if inside else None
                 plan[kind] = (("%s#%s" % (g.name, kind), found[1]) if found
@@ -418,16 +467,27 @@ class GroupFactory:
                   ) -> ProcessGroups:
         out = ProcessGroups(name, self.rank, self)
         for field, (key, members) in plan.items():
-            group = self._groups[key][0] if members is not None else None
+            group = (self._groups[key][0] if members is not None and key is not None
+                     else None)  # a key whenever there are members
             out._set(field, key, group, members)
         return out
 
     def collection(self, grid: GridRef = None, *,
                    embedding: Optional[bool] = None) -> ProcessGroups:
-        """The process-group collection of one grid (None: the only grid,
-        else the language module). Embedding groups are added for the
-        language module unless ``embedding`` is False. A rank outside the
-        grid gets None everywhere, and creates nothing."""
+        """The process-group collection of one grid. A rank outside the grid gets
+        None everywhere, and creates nothing.
+
+        Args:
+            grid: the grid; None: the only grid, else the language module.
+            embedding: whether to add the embedding groups; default: for the
+                language module only.
+
+        Returns:
+            The :class:`ProcessGroups`.
+
+        Raises:
+            As :meth:`group`.
+        """
         if grid is None and len(self.layout.grids) > 1:
             grid = self.layout.language
         name, plan = self._plan(grid, embedding)
@@ -436,8 +496,18 @@ class GroupFactory:
 
     def collections(self, grids: Optional[Iterable[GridRef]] = None
                     ) -> MultiModuleCollection:
-        """Every grid's collection (MIMO), all of this rank's groups created
-        in one batch: grid name -> ProcessGroups, in layout order."""
+        """Every grid's collection (MIMO), all of this rank's groups created in
+        one batch.
+
+        Args:
+            grids: the grids; default all of them.
+
+        Returns:
+            grid name -> :class:`ProcessGroups`, in layout order.
+
+        Raises:
+            As :meth:`group`.
+        """
         names = list(self.layout.grids if grids is None else grids)
         plans = [self._plan(n, None) for n in names]
         self._ensure((k, m) for _, p in plans for k, m in p.values()
@@ -452,7 +522,17 @@ class GroupFactory:
         return list(self._groups)
 
     def members(self, key: str) -> List[int]:
-        """Members of a created group, ascending."""
+        """Members of a created group, ascending.
+
+        Args:
+            key: a key of :meth:`keys`.
+
+        Returns:
+            The members.
+
+        Raises:
+            KeyError: no group of that key was created.
+        """
         return list(self._groups[key][1])
 
     def destroy(self) -> None:
@@ -474,19 +554,43 @@ class GroupFactory:
 
 def new_collection(source: Source = None, grid: GridRef = None,
                    **kwargs: Any) -> ProcessGroups:
-    """One grid's :class:`ProcessGroups` (see :class:`GroupFactory` for the
-    arguments). The factory stays reachable as ``.factory``."""
+    """One grid's :class:`ProcessGroups`. The factory stays reachable as
+    ``.factory``.
+
+    Args:
+        source: as :class:`GroupFactory`'s.
+        grid: as :meth:`GroupFactory.collection`'s.
+        **kwargs: :class:`GroupFactory`'s keyword arguments.
+
+    Returns:
+        The collection.
+
+    Raises:
+        As :class:`GroupFactory` and :meth:`GroupFactory.collection`.
+    """
     return GroupFactory(source, **kwargs).collection(grid)
 
 
 def new_collections(source: Source = None,
                     grids: Optional[Iterable[GridRef]] = None,
                     **kwargs: Any) -> MultiModuleCollection:
-    """Every grid's :class:`ProcessGroups` (MIMO), made by one factory in
-    one batch: grid name -> collection. A rank gets None in the grids it is
-    not in."""
+    """Every grid's :class:`ProcessGroups` (MIMO), made by one factory in one
+    batch. A rank gets None in the grids it is not in.
+
+    Args:
+        source: as :class:`GroupFactory`'s.
+        grids: the grids; default all of them.
+        **kwargs: :class:`GroupFactory`'s keyword arguments.
+
+    Returns:
+        grid name -> collection.
+
+    Raises:
+        As :class:`GroupFactory` and :meth:`GroupFactory.collections`.
+    """
     return GroupFactory(source, **kwargs).collections(grids)
 
 
-#: Megatron's name for the MIMO result.
+#: An alias of :func:`new_collections` under the name Megatron's MIMO code
+#: uses for its result (doc/torch.md documents both): the same function.
 new_multimodule_collection = new_collections

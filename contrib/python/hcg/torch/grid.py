@@ -38,38 +38,31 @@ import numbers
 import os
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from ..errors import HcgError, Status
+from ..errors import (HcgError, HcgKeyError, HcgRuntimeError, HcgTypeError,
+                      HcgValueError, Status)
 from ..layout import Layout, Request
 from . import groups as _groups
-from ._base import STATE, TorchUnavailableError, dist, group_timeout
+from ._base import (STATE, NotInitializedError, TorchUnavailableError, dist,
+                    group_timeout)
 
 
-class GridKeyError(HcgError, KeyError):
+class GridKeyError(HcgKeyError):
     """KeyError of HyperCommGrid: a group created twice or never created,
     an unregistered view."""
 
-    def __str__(self) -> str:  # KeyError would quote the message
-        return HcgError.__str__(self)
 
-
-class GridValueError(HcgError, ValueError):
+class GridValueError(HcgValueError):
     """ValueError of HyperCommGrid: bad shape, names, offset or view."""
 
 
-class GridRuntimeError(HcgError, RuntimeError):
+class GridRuntimeError(HcgRuntimeError):
     """RuntimeError of HyperCommGrid: a grid larger than the world, a world
     size nobody gave."""
 
 
-class GridTypeError(HcgError, TypeError):
+class GridTypeError(HcgTypeError):
     """TypeError of HyperCommGrid: a keyword argument create_pg does not
     take."""
-
-
-class NotInitializedError(HcgError, RuntimeError, ValueError):
-    """create_pg without an initialized default process group. Both a
-    RuntimeError (what torch 1.x raises there) and a ValueError (torch
-    2.x)."""
 
 
 Dims = Union[str, Sequence[str]]
@@ -159,6 +152,8 @@ def _subgroup_kwargs(d: Any) -> Tuple[str, ...]:
     """The keyword arguments new_subgroups_by_enumeration takes in this
     torch, besides the enumeration (backend included)."""
     fn = getattr(d, "new_subgroups_by_enumeration", None)
+    if fn is None:
+        return ("timeout", "backend", "pg_options")
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -193,6 +188,16 @@ class HyperCommGrid:
             torch.distributed not initialized); a grid that does not fit
             the world after its offset ("over sized").
     """
+
+    # Typed here: mypy cannot infer them from __init__ alone.
+    rank_offset: int
+    size: int
+    shape: List[int]
+    dim_names: List[str]
+    backend: Optional[str]
+    world: int
+    _name: str
+    _tag: str
 
     def __init__(self, shape: Sequence[int], dim_names: Sequence[str],
                  rank_offset: int = 0, backend: Optional[str] = None, *,
@@ -532,7 +537,7 @@ class HyperCommGrid:
             if self._is_base_key(key):
                 raise GridKeyError(Status.ENOTFOUND, "Process group for %s "
                                    "hasn't been created. Call create_pg first."
-                                   % key)
+                                   % (key,))
             raise GridKeyError(Status.ENOTFOUND, "Process group %s for view "
                                "%r hasn't been created. Call create_pg first."
                                % (_dims_text(dims), v.name))
@@ -571,7 +576,7 @@ class HyperCommGrid:
     def is_current_rank_in_grid(self) -> bool:
         """Whether this process's torch rank is in ``[rank_offset,
         rank_offset + size)``."""
-        rank = dist().get_rank()
+        rank: int = dist().get_rank()
         return self.rank_offset <= rank < self.rank_offset + self.size
 
     def destroy(self) -> None:
@@ -603,7 +608,7 @@ def _is_member(pg: Any) -> bool:
     if pg is None:
         return False
     try:
-        import torch.distributed as d  # type: ignore[import]
+        import torch.distributed as d
     except ImportError:
         return True
     non_member = getattr(getattr(d, "GroupMember", None), "NON_GROUP_MEMBER", None)
@@ -619,8 +624,8 @@ def _make(plans: Sequence[_Planned], rank: int,
     specs = [p.spec for p in plans if p.spec is not None] + list(extra)
     keys = [s.key for s in specs]
     if len(set(keys)) != len(keys):
-        raise HcgError(Status.EINVAL, "one batch names a group twice: %s"
-                       % sorted(k for k in set(keys) if keys.count(k) > 1))
+        raise HcgValueError(Status.EINVAL, "one batch names a group twice: %s"
+                            % sorted(k for k in set(keys) if keys.count(k) > 1))
     made = _groups.build(specs, rank) if specs else {}
     for p in plans:
         p.grid._pgs[p.key] = None if p.spec is None else made[p.spec.key]

@@ -47,9 +47,10 @@ import threading
 import time
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
-from ..errors import HcgError, Status
+from ..errors import HcgError, HcgRuntimeError, HcgValueError, Status
 from . import _meet
-from ._base import STATE, dist, keep_backends, tcp_store
+from ._base import (STATE, Dist, NotInitializedError, ProcessGroup, Store,
+                    dist, keep_backends, tcp_store)
 
 #: Most groups a rank connects at once. Measured with bench_torch's
 #: collection at 32 tasks on 2 CPUs (7 shared groups per rank, torch 1.13):
@@ -110,8 +111,8 @@ class _Way:
     #: whether groups may be made on several threads at once
     threads = True
 
-    def make(self, d: Any, s: GroupSpec, grank: int, store: Any,
-             prefix: str, default_backend: str) -> Any:
+    def make(self, d: Dist, s: GroupSpec, grank: int, store: Store,
+             prefix: str, default_backend: str) -> ProcessGroup:
         """The process group of ``s`` for group rank ``grank``, on
         ``store`` (the job's store) under ``prefix``, registered in
         torch's tables."""
@@ -140,8 +141,8 @@ class _Constructor(_Way):
                     if iface else d.ProcessGroupGloo.create_default_device())
             return self._device
 
-    def make(self, d: Any, s: GroupSpec, grank: int, store: Any,
-             prefix: str, default_backend: str) -> Any:
+    def make(self, d: Dist, s: GroupSpec, grank: int, store: Store,
+             prefix: str, default_backend: str) -> ProcessGroup:
         backend = str(s.backend or default_backend)
         ps = d.PrefixStore(prefix, store)
         if backend == "gloo":
@@ -156,9 +157,9 @@ class _Constructor(_Way):
             opts._timeout = s.timeout
             pg = d.ProcessGroupNCCL(ps, grank, len(s.members), opts)
         else:
-            raise HcgError(Status.ENOTSUP, "hcg.torch makes gloo and nccl "
-                           "groups on this PyTorch, not '%s' (group '%s')"
-                           % (backend, s.key))
+            raise HcgRuntimeError(Status.ENOTSUP, "hcg.torch makes gloo and nccl "
+                                  "groups on this PyTorch, not '%s' (group '%s')"
+                                  % (backend, s.key))
         self.pg_map[pg] = (backend, ps)
         self.pg_names[pg] = "hcg:%s" % prefix[4:-1]  # never numeric
         self.pg_group_ranks[pg] = {m: i for i, m in enumerate(s.members)}
@@ -184,8 +185,8 @@ class _Helper(_Way):
                              if _accepts(helper, n)), None)
         self.desc = _accepts(helper, "group_desc")
 
-    def make(self, d: Any, s: GroupSpec, grank: int, store: Any,
-             prefix: str, default_backend: str) -> Any:
+    def make(self, d: Dist, s: GroupSpec, grank: int, store: Store,
+             prefix: str, default_backend: str) -> ProcessGroup:
         kwargs: Dict[str, Any] = {
             "group_size": len(s.members), "group_rank": grank,
             "global_ranks_in_group": list(s.members),
@@ -194,8 +195,8 @@ class _Helper(_Way):
             "store": store, "group_name": prefix[:-1], "timeout": s.timeout}
         if s.pg_options is not None:
             if self.options is None:
-                raise HcgError(Status.ENOTSUP, "group '%s': this PyTorch's "
-                               "group helper takes no backend options" % s.key)
+                raise HcgRuntimeError(Status.ENOTSUP, "group '%s': this PyTorch's "
+                                      "group helper takes no backend options" % s.key)
             kwargs[self.options] = s.pg_options
         if self.desc:
             kwargs["group_desc"] = s.desc or s.key
@@ -215,8 +216,8 @@ class _Public(_Way):
     def __init__(self, desc: bool) -> None:
         self.desc = desc
 
-    def make(self, d: Any, s: GroupSpec, grank: int, store: Any,
-             prefix: str, default_backend: str) -> Any:
+    def make(self, d: Dist, s: GroupSpec, grank: int, store: Store,
+             prefix: str, default_backend: str) -> ProcessGroup:
         kwargs: Dict[str, Any] = {"ranks": list(s.members), "timeout": s.timeout,
                                   "backend": s.backend, "pg_options": s.pg_options,
                                   "use_local_synchronization": True}
@@ -229,7 +230,7 @@ _way_lock = threading.Lock()
 _ways: Dict[int, _Way] = {}
 
 
-def way(d: Any = None) -> _Way:
+def way(d: Optional[Dist] = None) -> _Way:
     """How this torch makes groups with their members alone (detected once
     per process): ``.name`` is 'constructor', 'helper' or 'public'."""
     d = d or dist()
@@ -240,7 +241,7 @@ def way(d: Any = None) -> _Way:
         return found
 
 
-def _detect(d: Any) -> _Way:
+def _detect(d: Dist) -> _Way:
     c10d = d.distributed_c10d
     tables = _registry(c10d)
     gloo = getattr(d, "ProcessGroupGloo", None)
@@ -253,14 +254,14 @@ def _detect(d: Any) -> _Way:
         return _Helper(helper, tables[2])
     if _accepts(d.new_group, "use_local_synchronization"):
         return _Public(_accepts(d.new_group, "group_desc"))
-    raise HcgError(Status.ENOTSUP, "this PyTorch has neither a backend "
-                   "constructor that gives a process group, nor a group "
-                   "helper that takes a group name, nor "
-                   "new_group(use_local_synchronization=): groups cannot be "
-                   "made by their members alone")
+    raise HcgRuntimeError(Status.ENOTSUP, "this PyTorch has neither a backend "
+                          "constructor that gives a process group, nor a group "
+                          "helper that takes a group name, nor "
+                          "new_group(use_local_synchronization=): groups cannot be "
+                          "made by their members alone")
 
 
-def members_only_public(d: Any) -> bool:
+def members_only_public(d: Dist) -> bool:
     """True when this torch's groups are made by its public
     new_group(use_local_synchronization=True) (the last resort)."""
     return way(d).name == "public"
@@ -287,24 +288,24 @@ def describe(s: GroupSpec) -> str:
     return "process group '%s' (ranks %s)" % (s.key, _meet.span(s.members))
 
 
-def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, Any]:
+def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, ProcessGroup]:
     """Creates the groups of ``specs`` (all holding ``rank``) and returns
     key -> process group. Only their members call this, in any order."""
     d = dist()
     if not d.is_initialized():
-        raise HcgError(Status.EINVAL, "torch.distributed is not initialized: "
-                       "call hcg.torch.init() (or init_process_group) first")
+        raise NotInitializedError(Status.EINVAL, "torch.distributed is not initialized: "
+                                  "call hcg.torch.init() (or init_process_group) first")
     for s in specs:
         if rank not in s.members:
-            raise HcgError(Status.ENOTMEMBER, "rank %d is not a member of "
-                           "group '%s'" % (rank, s.key))
+            raise HcgValueError(Status.ENOTMEMBER, "rank %d is not a member of "
+                                "group '%s'" % (rank, s.key))
     order = sorted(specs, key=lambda s: (-len(s.members), s.key))
     if not order:
         return {}
     return _Build(d, way(d), order, rank).run()
 
 
-def _secret(d: Any, client: Any) -> Any:
+def _secret(d: Dist, client: Store) -> Store:
     """A client of the job's store, under the job's secret when it has one
     (every key init() and the groups write is there)."""
     prefix = STATE.store_prefix
@@ -315,7 +316,7 @@ class _Build:
     """One build() call: its store clients, the groups it finished, and
     what it tells the other members when one of its groups fails."""
 
-    def __init__(self, d: Any, how: _Way, order: Sequence[GroupSpec], rank: int) -> None:
+    def __init__(self, d: Dist, how: _Way, order: Sequence[GroupSpec], rank: int) -> None:
         self.d, self.how, self.order, self.rank = d, how, order, rank
         self.c10d = d.distributed_c10d
         self.base = STATE.store_addr
@@ -324,10 +325,10 @@ class _Build:
         self.prefixes = {s.key: _prefix(s) for s in order}
         self.clients = threading.local()
         self.lock = threading.Lock()
-        self.finished: Dict[str, Any] = {}
+        self.finished: Dict[str, ProcessGroup] = {}
         self.failed = threading.Event()
 
-    def client(self) -> Any:
+    def client(self) -> Store:
         """This thread's client of the job's store (the default group's
         store when init() did not open it)."""
         if self.base is None:
@@ -337,13 +338,13 @@ class _Build:
                 self.clients.store = _secret(self.d, tcp_store(
                     self.base[0], self.base[1], None, False, self.timeout))
             except Exception as exc:  # pylint: disable=broad-except
-                raise HcgError(Status.EIO, "cannot reach hcg.torch's store at "
-                               "%s:%d (hosted by rank 0): %s"
-                               % (self.base[0], self.base[1],
+                raise HcgRuntimeError(Status.EIO, "cannot reach hcg.torch's store at "
+                                      "%s:%d (hosted by rank 0): %s"
+                                      % (self.base[0], self.base[1],
                                   _meet.first_line(exc))) from None
         return self.clients.store
 
-    def fresh(self, prefix: str) -> Any:
+    def fresh(self, prefix: str) -> Optional[Store]:
         """A new client for the post-mortem: after torch failed, the
         thread's client may be unusable."""
         try:
@@ -369,7 +370,7 @@ class _Build:
             _meet.report(self.d.PrefixStore(self.prefixes[s.key], store),
                          self.rank, exc)
 
-    def one(self, s: GroupSpec) -> Any:
+    def one(self, s: GroupSpec) -> ProcessGroup:
         if self.failed.is_set():
             raise _meet.Cancelled()
         what, t = describe(s), s.timeout.total_seconds()
@@ -389,7 +390,7 @@ class _Build:
         except _meet.Cancelled:
             raise
         except Exception as exc:  # pylint: disable=broad-except
-            err = exc if isinstance(exc, HcgError) else HcgError(
+            err = exc if isinstance(exc, HcgError) else HcgRuntimeError(
                 Status.EIO, "%s: %s" % (what, _meet.first_line(exc)))
             self.report(err)
             raise err from None
@@ -398,7 +399,7 @@ class _Build:
             self.finished[s.key] = pg
         return pg
 
-    def run(self) -> Dict[str, Any]:
+    def run(self) -> Dict[str, ProcessGroup]:
         threads = 1 if self.base is None or not self.how.threads else \
             min(MAX_THREADS, len(self.order))
         error: Optional[BaseException] = None
@@ -420,8 +421,8 @@ class _Build:
                     except BaseException as exc:  # pylint: disable=broad-except
                         error = error or exc  # keep the first, wait for all
         if error is None and len(self.finished) < len(self.order):
-            error = HcgError(Status.EIO, "hcg.torch: a group was cancelled "
-                             "without an error (this is a bug)")
+            error = HcgRuntimeError(Status.EIO, "hcg.torch: a group was cancelled "
+                                    "without an error (this is a bug)")
         if error is not None:
             self._drop()
             raise error

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping,
-                    NamedTuple, Optional, Sequence, Tuple, Union)
+                    NamedTuple, Optional, Sequence, Set, Tuple, Union, cast)
 
 from ..env import TaskEnv, from_environ
-from ..errors import HcgError, Status
+from ..errors import HcgRuntimeError, HcgTypeError, HcgValueError, Status
 from ..layout import Grid, Layout
 from . import groups as _groups
-from ._base import STATE, dist, group_timeout
-from .grid import HyperCommGrid, NotInitializedError, _make, _Planned
+from ._base import STATE, NotInitializedError, Timeout, dist, group_timeout
+from .grid import HyperCommGrid, _make, _Planned
 
 #: Megatron's name of the language module (MIMO_LANGUAGE_MODULE_KEY).
 LANGUAGE = "language"
@@ -44,7 +44,7 @@ PROCESS_GROUP_COLLECTION_FIELDS: Tuple[str, ...] = (
 )
 
 
-class MegatronError(HcgError, ValueError):
+class MegatronError(HcgValueError):
     """A layout Megatron cannot build, arguments that disagree with the
     launcher's layout, or MIMO specs Megatron's topology refuses."""
 
@@ -241,6 +241,7 @@ class MegatronArgs:
                   world_size=self.world_size,
                   expert_model_parallel_size=m.ep if m.expert else 1)
         if m.expert:
+            assert m.expt_tp is not None and m.expt_gtp_remat is not None
             self._put(m.name, expert_tensor_parallel_size=m.expt_tp,
                       expert_tensor_parallel_num_weight_shards=(
                           m.expt_tp * m.expt_gtp_remat),
@@ -260,6 +261,7 @@ class MegatronArgs:
                   tensor_parallel_num_weight_shards=lang.tp * lang.gtp_remat,
                   gtp_weight_remat_size=lang.gtp_remat)
         if lang.expert:
+            assert lang.expt_tp is not None and lang.expt_gtp_remat is not None
             self._put(LANGUAGE, llm_expt_tp=lang.expt_tp,
                       expert_tensor_parallel_num_weight_shards=(
                           lang.expt_tp * lang.expt_gtp_remat),
@@ -292,18 +294,21 @@ class MegatronArgs:
         for name in names:
             if name not in self.values:
                 continue
-            value = self.values[name]
+            value, option = self.values[name], OPTIONS[name]
+            assert option is not None  # every name above has an option
             if isinstance(value, bool):
                 if value:
-                    out.append(OPTIONS[name])
+                    out.append(option)
             else:
-                out += [OPTIONS[name], str(value)]
+                out += [option, str(value)]
         for name in ("tensor_parallel_num_weight_shards",
                      "expert_tensor_parallel_num_weight_shards"):
             remat = ("gtp_weight_remat_size" if name.startswith("tensor")
                      else "expert_gtp_weight_remat_size")
             if self.values.get(remat, 1) > 1:
-                out += [OPTIONS[name], str(self.values[name])]
+                option = OPTIONS[name]
+                assert option is not None
+                out += [option, str(self.values[name])]
         return out
 
     def mismatches(self, args: Any) -> List[str]:
@@ -312,8 +317,11 @@ class MegatronArgs:
         one line naming the argument, its value and the layout's dim.
         Arguments ``args`` lacks or leaves None are not compared; with the
         MIMO example's arguments present, the single-model ones are not."""
-        get = (args.get if isinstance(args, Mapping)
-               else lambda k: getattr(args, k, None))
+        def get(name: str) -> Any:
+            if isinstance(args, Mapping):
+                return args.get(name)
+            return getattr(args, name, None)
+
         mimo_args = any(get(k) is not None for k in MIMO_ARGS)
         out = []
         for name, want in self.values.items():
@@ -379,8 +387,8 @@ def _layout_of(source: Source) -> Tuple[Layout, bool]:
         return source, False
     if isinstance(source, str):
         return Layout(source), True
-    raise HcgError(Status.EINVAL, "a layout source is an hcg.Layout, a "
-                   "TaskEnv, layout text or None, not %s" % type(source).__name__)
+    raise HcgTypeError(Status.EINVAL, "a layout source is an hcg.Layout, a "
+                       "TaskEnv, layout text or None, not %s" % type(source).__name__)
 
 
 def megatron_args(source: Source = None) -> MegatronArgs:
@@ -438,7 +446,8 @@ class _Collection:
     """What the stand-in ProcessGroupCollection does besides its fields."""
 
     def __init__(self, **kwargs: Any) -> None:
-        names = {f.name for f in dataclasses.fields(self)}
+        # A dataclass once make_dataclass derived it (below): Any to mypy.
+        names = {f.name for f in dataclasses.fields(cast(Any, self))}
         for k, v in kwargs.items():
             if k not in names:
                 raise ValueError("Unknown attribute: %s" % k)
@@ -461,9 +470,11 @@ class _Collection:
 #: dataclass of its fields (:data:`PROCESS_GROUP_COLLECTION_FIELDS`), made
 #: with keywords that must name fields; a declared field never set reads
 #: None.
+_FIELD_SPECS: List[Any] = [(n, Any, dataclasses.field(init=False))
+                            for n in PROCESS_GROUP_COLLECTION_FIELDS]
 ProcessGroupCollection = dataclasses.make_dataclass(
     "ProcessGroupCollection",
-    [(n, Any, dataclasses.field(init=False)) for n in PROCESS_GROUP_COLLECTION_FIELDS],
+    _FIELD_SPECS,
     bases=(_Collection,), init=False, repr=False, eq=False,
     namespace={"__module__": __name__})
 
@@ -491,7 +502,8 @@ class MultiModuleProcessGroupCollection:
         return self.module_pgs[self.language_model_module_name]
 
     def get_language_model_cp_size(self) -> int:
-        return self.get_language_model_collection().cp.size()
+        size: int = self.get_language_model_collection().cp.size()
+        return size
 
     def has_language_model(self) -> bool:
         return self.language_model_module_name is not None
@@ -531,7 +543,7 @@ def megatron_classes() -> Tuple[type, type]:
     """(ProcessGroupCollection, MultiModuleProcessGroupCollection):
     Megatron-LM's when it is importable, else this module's stand-ins."""
     try:
-        from megatron.core.process_groups_config import (  # type: ignore[import]
+        from megatron.core.process_groups_config import (
             MultiModuleProcessGroupCollection as Multi,
             ProcessGroupCollection as Collection)
         return Collection, Multi
@@ -700,9 +712,9 @@ def _options_fn(high_priority_stream_groups: Optional[Sequence[str]],
             return None
         nccl = getattr(dist(), "ProcessGroupNCCL", None)
         if nccl is None:
-            raise HcgError(Status.ENOTSUP, "high_priority_stream_groups names "
-                           "'%s', which needs NCCL's options, and this torch "
-                           "has no ProcessGroupNCCL" % name)
+            raise HcgRuntimeError(Status.ENOTSUP, "high_priority_stream_groups names "
+                                  "'%s', which needs NCCL's options, and this torch "
+                                  "has no ProcessGroupNCCL" % name)
         opts = nccl.Options()
         opts.is_high_priority_stream = True
         return opts
@@ -719,7 +731,7 @@ def _spans_check(specs: Sequence[ModuleGridSpec], world: int) -> None:
     if not (same or disjoint):
         raise MegatronError(Status.ELAYOUT, "Module grids must either fully "
                             "share ranks or be pairwise disjoint, got %s" % spans)
-    covered = set()
+    covered: Set[int] = set()
     for lo, hi in values:
         covered.update(range(lo, hi))
     if covered != set(range(world)):
@@ -729,7 +741,7 @@ def _spans_check(specs: Sequence[ModuleGridSpec], world: int) -> None:
 
 def create_topology(specs: Sequence[Any],
                     high_priority_stream_groups: Optional[Sequence[str]] = None,
-                    *, backend: Optional[str] = None, timeout: Any = None,
+                    *, backend: Optional[str] = None, timeout: Optional[Timeout] = None,
                     pg_options_fn: Optional[OptionsFn] = None,
                     language: str = LANGUAGE,
                     collection_cls: Optional[type] = None,
@@ -847,7 +859,7 @@ def create_topology(specs: Sequence[Any],
 
 
 def _embedding_specs(grid: HyperCommGrid, rank: int, backend: Optional[str],
-                     timeout: Any, options: OptionsFn
+                     timeout: Optional[Timeout], options: OptionsFn
                      ) -> List[Optional[_groups.GroupSpec]]:
     """This rank's embd and pos_embd groups of the language module (None
     where it is in none): the first and last rank of its pp group, and the

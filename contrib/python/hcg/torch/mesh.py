@@ -31,10 +31,10 @@ from __future__ import annotations
 import inspect
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..errors import HcgError, Status
+from ..errors import HcgError, HcgValueError, Status
 from ..layout import Dim, Grid, GridRef, Layout, View
 from ._base import STATE, dist
-from .collection import GroupFactory, ProcessGroups
+from .collection import GroupFactory
 
 #: One mesh dimension: a layout dim's name, or ``(NAME, DIMS)``: a dimension
 #: called NAME made of several layout dims, listed outermost (slowest)
@@ -42,13 +42,15 @@ from .collection import GroupFactory, ProcessGroups
 MeshDim = Union[str, Tuple[str, Sequence[str]]]
 
 
-class MeshError(HcgError, ValueError):
+class MeshError(HcgValueError):
     """Input :func:`device_mesh` refuses before it makes anything: a dim the
     grid or view lacks, a name given twice, dims in an order the mesh
     cannot keep, a rank outside the grid."""
 
 
-class DeviceMeshUnavailableError(HcgError, ImportError):
+# ImportError has a 'name' attribute of its own (the module's, never set
+# here); HcgError's 'name' property, the status's name, is the one read.
+class DeviceMeshUnavailableError(HcgError, ImportError):  # type: ignore[misc]
     """This PyTorch lacks what :func:`device_mesh` needs:
     ``DeviceMesh.from_group`` (torch 1.13 has no ``DeviceMesh`` at all), or
     a way to register a flattened dimension on a mesh."""
@@ -58,9 +60,9 @@ def _mesh_class() -> Any:
     """torch's DeviceMesh, when it has from_group."""
     d = dist()
     try:
-        from torch.distributed.device_mesh import DeviceMesh  # type: ignore[import]
+        from torch.distributed.device_mesh import DeviceMesh
     except ImportError as exc:
-        import torch  # type: ignore[import]
+        import torch
 
         raise DeviceMeshUnavailableError(
             Status.ENOTSUP, "hcg.torch.device_mesh needs torch.distributed."
@@ -69,7 +71,7 @@ def _mesh_class() -> Any:
             "process groups are still yours: hcg.torch.new_collection()"
             % (torch.__version__, exc)) from None
     if not callable(getattr(DeviceMesh, "from_group", None)):
-        import torch  # type: ignore[import]
+        import torch
 
         raise DeviceMeshUnavailableError(
             Status.ENOTSUP, "hcg.torch.device_mesh needs DeviceMesh.from_group "
@@ -88,7 +90,7 @@ def default_factory() -> GroupFactory:
     """The :class:`GroupFactory` that :func:`device_mesh` uses when given
     none: one per process (made again when ``hcg.torch.init()`` recorded
     another task), so meshes built one after another share their groups."""
-    factory = _default["factory"]
+    factory: Optional[GroupFactory] = _default["factory"]
     if factory is None or _default["task"] is not STATE.task or \
             factory.layout.closed:
         factory = GroupFactory()
@@ -102,7 +104,7 @@ def _factory_of(factory: Any) -> GroupFactory:
     if isinstance(factory, GroupFactory):
         return factory
     inner = getattr(factory, "factory", None)
-    if isinstance(factory, ProcessGroups) or isinstance(inner, GroupFactory):
+    if isinstance(inner, GroupFactory):  # a ProcessGroups' factory, or alike
         return inner
     raise MeshError(Status.EINVAL, "factory must be an hcg.torch.GroupFactory "
                     "or a collection made by one (ProcessGroups), not %s"
@@ -133,7 +135,7 @@ class _Plan:
         """This rank's array of ranks: shape the mesh dims' sizes, each
         entry the global rank with those coordinates (the other dims of
         the view at this rank's)."""
-        import torch  # type: ignore[import]
+        import torch
 
         coords = self.layout.coords(self.rank, self.grid.index, self.view.index)
         by_name = {d.name: d for d in self.view.dims}
@@ -168,6 +170,7 @@ def _parse_dims(dims: Any, view: View, where: str) -> List[Tuple[str, Tuple[str,
     by_name = {d.name: d for d in view.dims}
     out: List[Tuple[str, Tuple[str, ...]]] = []
     used: Dict[str, str] = {}
+    names: Tuple[str, ...]
     for item in dims:
         if isinstance(item, str):
             name, names = item, (item,)
@@ -261,10 +264,11 @@ def _flatten_style(mesh_class: Any) -> Optional[str]:
     """How this torch keeps a mesh's flattened dims: 'layout' (the root
     mesh's _flatten_mapping with a CuTe layout, torch 2.14), 'resources'
     (device_mesh._mesh_resources' per-thread tables, torch 2.6), None."""
-    import torch.distributed.device_mesh as dm  # type: ignore[import]
+    import torch.distributed.device_mesh as dm
 
     try:
-        params = inspect.signature(mesh_class.__init__).parameters
+        params: Mapping[str, Any] = inspect.signature(
+            mesh_class.__init__).parameters
     except (TypeError, ValueError):
         params = {}
     if "_layout" in params and "_root_mesh" in params and \
@@ -293,7 +297,7 @@ def _register_flat(style: str, mesh_class: Any, root: Any, name: str,
             registry[group.group_name] = group
         root._flatten_mapping[name] = flat
     else:
-        import torch.distributed.device_mesh as dm  # type: ignore[import]
+        import torch.distributed.device_mesh as dm
 
         env = dm._mesh_resources
         flat = mesh_class.from_group(group, root.device_type,

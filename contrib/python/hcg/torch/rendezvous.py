@@ -30,14 +30,15 @@ import os
 import secrets
 import socket
 import time
-from typing import Any, Optional, Tuple
+from typing import Optional, Tuple
 
 from .. import _lib
 from ..env import TaskEnv, from_environ, in_task
-from ..errors import HcgError, PeerError, Status, from_c
+from ..errors import (HcgError, HcgRuntimeError, PeerError, Status, from_c,
+                      status_name)
 from . import _meet
-from ._base import (MAX_TIMEOUT_S, STATE, dist, keep_backends, tcp_store,
-                    timeout_of)
+from ._base import (MAX_TIMEOUT_S, STATE, Dist, Store, Timeout, dist,
+                    keep_backends, tcp_store, timeout_of)
 from ._meet import first_line
 
 #: Room for what rank 0 broadcasts: "SECRET ADDRESS:PORT", or its failure.
@@ -61,16 +62,16 @@ def _env_int(name: str) -> Optional[int]:
     try:
         return int(text)
     except ValueError:
-        raise HcgError(Status.EENV, "%s='%s' is not a number" % (name, text)) from None
+        raise HcgRuntimeError(Status.EENV, "%s='%s' is not a number" % (name, text)) from None
 
 
 def _check_torchrun_vars(task: TaskEnv) -> None:
     for name, want in (("RANK", task.rank), ("WORLD_SIZE", task.world_size)):
         got = _env_int(name)
         if got is not None and got != want:
-            raise HcgError(Status.EMISMATCH, "%s=%d but the hcg layout says "
-                           "%d (HCG_%s): the torch ranks must be the Slurm "
-                           "task ranks" % (name, got, want, name if name == "RANK"
+            raise HcgRuntimeError(Status.EMISMATCH, "%s=%d but the hcg layout says "
+                                  "%d (HCG_%s): the torch ranks must be the Slurm "
+                                  "task ranks" % (name, got, want, name if name == "RANK"
                                            else "WORLD_SIZE"))
 
 
@@ -88,7 +89,7 @@ def _own_address() -> str:
         try:
             with socket.socket(family, socket.SOCK_DGRAM) as s:
                 s.connect((launch, 9))
-                return s.getsockname()[0]
+                return str(s.getsockname()[0])
         except OSError:
             pass
     return socket.gethostbyname(socket.gethostname())
@@ -134,13 +135,14 @@ def _check_own(host: str) -> None:
         with socket.socket(family, kind, proto) as s:
             s.bind(address)
     except (OSError, IndexError) as exc:
-        raise HcgError(Status.EIO, "rank 0 could not open hcg.torch's store "
-                       "(a TCPStore) on %s: that is no address of this host "
-                       "(MASTER_ADDR, when set alone, is the address rank 0 "
-                       "publishes): %s" % (host, exc)) from None
+        raise HcgRuntimeError(Status.EIO, "rank 0 could not open hcg.torch's store "
+                              "(a TCPStore) on %s: that is no address of this host "
+                              "(MASTER_ADDR, when set alone, is the address rank 0 "
+                              "publishes): %s" % (host, exc)) from None
 
 
-def _server(host: str, port: int, world_size: int, timeout: Any) -> Any:
+def _server(host: str, port: int, world_size: int,
+            timeout: datetime.timedelta) -> Store:
     """Rank 0's store. It does not wait for the others there: they may
     learn its port only after it is published."""
     if port == 0:
@@ -149,9 +151,9 @@ def _server(host: str, port: int, world_size: int, timeout: Any) -> Any:
         return tcp_store(host, port, world_size, True, timeout,
                          wait_for_workers=False)
     except Exception as exc:  # pylint: disable=broad-except
-        raise HcgError(Status.EIO, "rank 0 could not open hcg.torch's store "
-                       "(a TCPStore) on %s port %s: %s"
-                       % (host, port or "0 (any free port)",
+        raise HcgRuntimeError(Status.EIO, "rank 0 could not open hcg.torch's store "
+                              "(a TCPStore) on %s port %s: %s"
+                              % (host, port or "0 (any free port)",
                           first_line(exc))) from None
 
 
@@ -161,7 +163,7 @@ _REPORT_REACH = datetime.timedelta(seconds=15)
 
 
 def _client(host: str, port: int, world_size: int, timeout: datetime.timedelta,
-            problem: Optional[HcgError]) -> Any:
+            problem: Optional[HcgError]) -> Store:
     """A client of rank 0's store. A rank with a ``problem`` only wants to
     report it there: it tries for a short while, then raises the problem."""
     wait = timeout if problem is None else min(timeout, _REPORT_REACH)
@@ -170,9 +172,9 @@ def _client(host: str, port: int, world_size: int, timeout: datetime.timedelta,
     except Exception as exc:  # pylint: disable=broad-except
         if problem is not None:
             raise problem from None
-        raise HcgError(Status.EIO, "cannot reach hcg.torch's store at %s:%d "
-                       "(hosted by rank 0) within %g s: %s"
-                       % (host, port, wait.total_seconds(),
+        raise HcgRuntimeError(Status.EIO, "cannot reach hcg.torch's store at %s:%d "
+                              "(hosted by rank 0) within %g s: %s"
+                              % (host, port, wait.total_seconds(),
                           first_line(exc))) from None
 
 
@@ -180,13 +182,13 @@ def _master_vars() -> Tuple[Optional[str], Optional[int]]:
     addr = os.environ.get("MASTER_ADDR") or None
     port = _env_int("MASTER_PORT")
     if port is not None and not 0 < port < 65536:
-        raise HcgError(Status.EENV, "MASTER_PORT=%d is not a TCP port" % port)
+        raise HcgRuntimeError(Status.EENV, "MASTER_PORT=%d is not a TCP port" % port)
     return addr, port
 
 
 def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
            problem: Optional[HcgError], addr: Optional[str],
-           port: Optional[int]) -> Tuple[Any, str, int, Optional[str]]:
+           port: Optional[int]) -> Tuple[Store, str, int, Optional[str]]:
     """The job's store (rank 0 hosts it), its address and the job's secret
     (None when MASTER_ADDR and MASTER_PORT name the store: no broadcast). Every rank gets
     here, also one that already failed (``problem``), so that the
@@ -216,8 +218,8 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
             except HcgError as exc:
                 problem = exc
             except OSError as exc:  # no address of its own
-                problem = HcgError(Status.EIO, "rank 0 found no address of "
-                                   "this host to publish: %s" % exc)
+                problem = HcgRuntimeError(Status.EIO, "rank 0 found no address of "
+                                          "this host to publish: %s" % exc)
         if problem is not None:
             payload = ("%s%d %s" % (_FAILED, int(problem.code),
                                     problem.message)).encode("utf-8", "replace")
@@ -235,14 +237,14 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
         code_n = int(code) if code.isdigit() else int(Status.EIO)
         raise PeerError(code_n, "hcg.torch.init: rank 0 failed before it "
                         "published the address of its store: %s: %s"
-                        % (HcgError(code_n, "").name, reason), 0, reason)
+                        % (status_name(code_n), reason), 0, reason)
     secret, _, address = got.partition(" ")
     host, _, text = address.rpartition(":")
     if len(secret) != 2 * _SECRET_BYTES or not host or not text.isdigit():
         # Never quote what came: it may hold the secret.
-        raise HcgError(Status.EPMIX, "rank 0 published no usable store "
-                       "address (%d bytes that are not SECRET HOST:PORT)"
-                       % len(got))
+        raise HcgRuntimeError(Status.EPMIX, "rank 0 published no usable store "
+                              "address (%d bytes that are not SECRET HOST:PORT)"
+                              % len(got))
     if store is None:
         store = _client(host, int(text), task.world_size, timeout, problem)
     return store, host, int(text), secret
@@ -253,7 +255,7 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
 _inits = 0
 
 
-def _start(d: Any, task: TaskEnv, backend: str, t: datetime.timedelta,
+def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
            problem: Optional[HcgError]) -> Tuple[str, int]:
     """The default group: the store, the ranks' meeting (where a rank that
     failed says so), then torch's init_process_group."""
@@ -289,7 +291,7 @@ def _start(d: Any, task: TaskEnv, backend: str, t: datetime.timedelta,
             # This rank hosts the store: the others read the failure there.
             _meet.linger(meeting, task.world_size, deadline)
         if isinstance(exc, _meet.Cancelled):  # cannot happen: none reported
-            raise HcgError(Status.EIO, "%s: cancelled" % what) from None
+            raise HcgRuntimeError(Status.EIO, "%s: cancelled" % what) from None
         raise
     seconds = t.total_seconds()
     start = time.monotonic()
@@ -305,13 +307,8 @@ def _start(d: Any, task: TaskEnv, backend: str, t: datetime.timedelta,
     return host, port
 
 
-def init(backend: Optional[str] = None, timeout: Any = None) -> TaskEnv:
-    """Starts torch.distributed's default group for this task and returns
-    its :class:`hcg.env.TaskEnv` (recorded, so later hcg.torch calls need no
-    arguments). ``backend``: 'nccl' when CUDA is available, else 'gloo'.
-    ``timeout``: a timedelta or seconds (default HCG_TIMEOUT, else 300 s),
-    used for the store, the default group and every group hcg.torch makes;
-    it also bounds how long init() waits for the other ranks in all.
+def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> TaskEnv:
+    """Starts torch.distributed's default group for this task.
 
     A rank that fails here before the others could know (a RANK that
     disagrees with the layout, a store rank 0 cannot open) still takes
@@ -320,14 +317,36 @@ def init(backend: Optional[str] = None, timeout: Any = None) -> TaskEnv:
     timeout.
 
     When torch.distributed is already initialized, checks that its rank and
-    world size are the layout's and records the layout."""
+    world size are the layout's and records the layout.
+
+    Args:
+        backend: of the default group; default 'nccl' when CUDA is
+            available, else 'gloo'.
+        timeout: a timedelta or seconds (default HCG_TIMEOUT, else 300 s),
+            used for the store, the default group and every group
+            hcg.torch makes; it also bounds how long init() waits for the
+            other ranks in all.
+
+    Returns:
+        This task's :class:`hcg.env.TaskEnv`, recorded, so that later
+        hcg.torch calls need no arguments.
+
+    Raises:
+        hcg.HcgRuntimeError: no hcg layout in the environment (EENV), no
+            PMIx and no MASTER_ADDR/MASTER_PORT (EPMIX), a store that
+            cannot open (EIO), RANK, WORLD_SIZE or an initialized torch
+            that disagree with the layout (EMISMATCH).
+        hcg.HcgTimeoutError: the other ranks did not all arrive in time.
+        hcg.PeerError: another rank failed first (its rank and reason).
+        hcg.HcgTypeError, hcg.HcgValueError: a bad timeout.
+    """
     d = dist()
     with STATE.lock:
         if not in_task():
-            raise HcgError(Status.EENV, "hcg.torch.init: this process has no "
-                           "hcg layout (HCG_* variables): start it with srun "
-                           "--mpi=pmix --hcg-layout=LAYOUT, or pass the layout "
-                           "to GroupFactory/new_collection yourself")
+            raise HcgRuntimeError(Status.EENV, "hcg.torch.init: this process has no "
+                                  "hcg layout (HCG_* variables): start it with srun "
+                                  "--mpi=pmix --hcg-layout=LAYOUT, or pass the layout "
+                                  "to GroupFactory/new_collection yourself")
         task = from_environ()
         t = timeout_of(timeout)
         problem: Optional[HcgError] = None
@@ -339,14 +358,14 @@ def init(backend: Optional[str] = None, timeout: Any = None) -> TaskEnv:
             if problem is not None:
                 raise problem
             if (d.get_rank(), d.get_world_size()) != (task.rank, task.world_size):
-                raise HcgError(Status.EMISMATCH, "torch.distributed is already "
-                               "initialized as rank %d of %d, but the hcg "
-                               "layout says rank %d of %d"
-                               % (d.get_rank(), d.get_world_size(), task.rank,
+                raise HcgRuntimeError(Status.EMISMATCH, "torch.distributed is already "
+                                      "initialized as rank %d of %d, but the hcg "
+                                      "layout says rank %d of %d"
+                                      % (d.get_rank(), d.get_world_size(), task.rank,
                                   task.world_size))
         else:
             if backend is None:
-                import torch  # type: ignore[import]
+                import torch
 
                 backend = "nccl" if torch.cuda.is_available() else "gloo"
             STATE.store_addr = _start(d, task, backend, t, problem)

@@ -41,7 +41,7 @@ def _degree(name: str, value: Any, rest: bool = False) -> int:
         raise MeshError(Status.EINVAL, "torchtitan degree %s must be a whole "
                         "number >= 1%s, got %r"
                         % (name, " (or -1: the rest)" if rest else "", value))
-    return value
+    return int(value)
 
 
 def torchtitan_layout(*, dp_replicate: int = 1, dp_shard: int = -1,
@@ -136,7 +136,8 @@ def torchtitan_meshes(*, grid: GridRef = None,
                         "its dims are %s, torchtitan's %s (make the layout "
                         "with hcg.torch.torchtitan_layout)"
                         % (g.name, ", ".join(names), ", ".join(BASE_DIMS)))
-    kw = {"grid": g.name, "device_type": device_type, "factory": fac}
+    kw: Dict[str, Any] = {"grid": g.name, "device_type": device_type,
+                          "factory": fac}
     out = {
         "world": device_mesh(["pp", "dp_replicate", "dp_shard", "cp", "tp"],
                              flatten={"dp": ["dp_replicate", "dp_shard"],
