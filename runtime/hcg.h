@@ -90,39 +90,39 @@ extern "C" {
 /* ---------------------------------------------------------------------------
  * Hard bounds. Hostile input beyond them is refused with HCG_ELIMIT.
  */
-#define HCG_MAX_LAYOUT_BYTES 65536 /* layout text, comments included      */
-#define HCG_MAX_GRIDS 16           /* grids (modules) in one layout        */
-#define HCG_MAX_VIEWS 8            /* named views per grid, besides base   */
-#define HCG_MAX_DIMS 16            /* dims of one grid or view             */
-#define HCG_MAX_NAME 32            /* characters of a grid/view/dim name   */
-#define HCG_MAX_WORLD 2147483647   /* ranks in a world                     */
-#define HCG_ERROR_MAX 1024         /* bytes of hcg_error.message           */
-#define HCG_KEY_MAX 640            /* bytes of a group key, NUL included   */
+#define HCG_MAX_LAYOUT_BYTES 65536 /* layout text, comments included */
+#define HCG_MAX_GRIDS 16           /* grids (modules) in one layout */
+#define HCG_MAX_VIEWS 8            /* named views per grid, besides base */
+#define HCG_MAX_DIMS 16            /* dims of one grid or view */
+#define HCG_MAX_NAME 32            /* characters of a grid/view/dim name */
+#define HCG_MAX_WORLD 2147483647   /* ranks in a world */
+#define HCG_ERROR_MAX 1024         /* bytes of hcg_error.message */
+#define HCG_KEY_MAX 640            /* bytes of a group key, NUL included */
 
 /* ---------------------------------------------------------------------------
  * Status codes and errors
  */
 enum hcg_status {
   HCG_OK = 0,
-  HCG_EINVAL = 1,    /* invalid argument (NULL, index out of range)          */
-  HCG_ENOMEM = 2,    /* out of memory                                        */
-  HCG_ESYNTAX = 3,   /* layout text does not follow the grammar              */
-  HCG_ELAYOUT = 4,   /* layout parses but is not valid for this world        */
-  HCG_ELIMIT = 5,    /* a hard bound was exceeded                            */
-  HCG_ENOTFOUND = 6, /* no such grid, view, dim or file                      */
-  HCG_ENOTMEMBER = 7,   /* the rank is not in that grid or group            */
-  HCG_ENOTPROVIDED = 8, /* collection field whose dims the grid lacks       */
-  HCG_EIO = 9,          /* reading a file failed                             */
-  HCG_EENV = 10,     /* HCG_* environment missing or inconsistent            */
-  HCG_EPMIX = 11,    /* a PMIx call failed                                   */
-  HCG_ETIMEOUT = 12, /* a peer did not arrive in time                        */
-  HCG_ENCCL = 13,    /* an NCCL call failed                                  */
-  HCG_ECUDA = 14,    /* a CUDA runtime call failed                           */
-  HCG_ENOTSUP = 15,  /* not supported by this build (no NCCL, no PMIx...)    */
-  HCG_EEXIST = 16,   /* the object already exists (same group key twice)     */
-  HCG_EMISMATCH = 17, /* two sources disagree (HCG_RANK vs PMIx rank...)     */
-  HCG_ERANGE = 18,   /* a buffer is too small, or a value out of range       */
-  HCG_EBRIDGE = 19,  /* two grids cannot be bridged                          */
+  HCG_EINVAL = 1,       /* invalid argument (NULL, index out of range) */
+  HCG_ENOMEM = 2,       /* out of memory */
+  HCG_ESYNTAX = 3,      /* layout text does not follow the grammar */
+  HCG_ELAYOUT = 4,      /* layout parses but is not valid for this world */
+  HCG_ELIMIT = 5,       /* a hard bound was exceeded */
+  HCG_ENOTFOUND = 6,    /* no such grid, view, dim or file */
+  HCG_ENOTMEMBER = 7,   /* the rank is not in that grid or group */
+  HCG_ENOTPROVIDED = 8, /* collection field whose dims the grid lacks */
+  HCG_EIO = 9,          /* reading a file failed */
+  HCG_EENV = 10,        /* HCG_* environment missing or inconsistent */
+  HCG_EPMIX = 11,       /* a PMIx call failed */
+  HCG_ETIMEOUT = 12,    /* a peer did not arrive in time */
+  HCG_ENCCL = 13,       /* an NCCL call failed */
+  HCG_ECUDA = 14,       /* a CUDA runtime call failed */
+  HCG_ENOTSUP = 15,     /* not supported by this build (no NCCL, no PMIx...) */
+  HCG_EEXIST = 16,      /* the object already exists (same group key twice) */
+  HCG_EMISMATCH = 17,   /* two sources disagree (HCG_RANK vs PMIx rank...) */
+  HCG_ERANGE = 18,      /* a buffer is too small, or a value out of range */
+  HCG_EBRIDGE = 19,     /* two grids cannot be bridged */
   HCG_STATUS_COUNT
 };
 
@@ -146,7 +146,10 @@ typedef struct hcg_error {
   char message[HCG_ERROR_MAX];
 } hcg_error;
 
+/* One initializer, kept on as few lines as it needs. */
+/* clang-format off */
 #define HCG_ERROR_INIT {0, 0, 0, {0}}
+/* clang-format on */
 
 /* 1 when `name` is a NAME of the layout language: [a-z][a-z0-9_]*, at most
  * HCG_MAX_NAME characters; else 0 (NULL included). */
@@ -166,7 +169,7 @@ typedef struct hcg_layout hcg_layout;
 /* Unset: 0 or NULL (see "Config structs" at the top). */
 typedef struct hcg_layout_config {
   size_t size;      /* sizeof(hcg_layout_config), set by the INIT macro */
-  unsigned version; /* HCG_CONFIG_VERSION, set by the INIT macro        */
+  unsigned version; /* HCG_CONFIG_VERSION, set by the INIT macro */
   /* Ranks in the world (the step's task count). 0: derive it from the
    * layout, which then must not use '*' in a grid. */
   int world_size;
@@ -182,8 +185,11 @@ typedef struct hcg_layout_config {
   const char *source_name;
 } hcg_layout_config;
 
+/* One initializer, kept on as few lines as it needs. */
+/* clang-format off */
 #define HCG_LAYOUT_CONFIG_INIT                                                 \
   {sizeof(hcg_layout_config), HCG_CONFIG_VERSION, 0, NULL, 0, NULL}
+/* clang-format on */
 
 /* Parses `len` bytes of `text` (NUL bytes inside are an error), resolves
  * offsets and inferred sizes against cfg->world_size, and validates the whole
@@ -215,12 +221,14 @@ int hcg_layout_world_size(const hcg_layout *layout); /* 0 for NULL */
 
 /* How the grids share the world. */
 enum hcg_mode {
-  HCG_MODE_SINGLE = 0,      /* one grid spanning the world              */
-  HCG_MODE_COLOCATED = 1,   /* several grids, all on the same ranks     */
-  HCG_MODE_NONCOLOCATED = 2 /* several grids on disjoint rank spans     */
+  HCG_MODE_SINGLE = 0,      /* one grid spanning the world */
+  HCG_MODE_COLOCATED = 1,   /* several grids, all on the same ranks */
+  HCG_MODE_NONCOLOCATED = 2 /* several grids on disjoint rank spans */
 };
-int hcg_layout_mode(const hcg_layout *layout);  /* enum hcg_mode; -1: NULL */
-const char *hcg_mode_name(enum hcg_mode mode); /* "single", ...; NULL if unknown */
+/* enum hcg_mode; -1 for NULL. */
+int hcg_layout_mode(const hcg_layout *layout);
+/* "single", ...; NULL if unknown. */
+const char *hcg_mode_name(enum hcg_mode mode);
 
 /* Index of the language module's grid (it alone gets embedding groups);
  * -1 for NULL. */
@@ -232,9 +240,9 @@ int hcg_layout_language(const hcg_layout *layout);
  * -1, names NULL, 0/1 answers 0. The find functions return -1 for an
  * unknown name too.
  */
-int hcg_layout_num_grids(const hcg_layout *layout);                  /* 0  */
+int hcg_layout_num_grids(const hcg_layout *layout);                   /* 0 */
 int hcg_layout_find_grid(const hcg_layout *layout, const char *name); /* -1 */
-const char *hcg_grid_name(const hcg_layout *layout, int grid);      /* NULL */
+const char *hcg_grid_name(const hcg_layout *layout, int grid);        /* NULL */
 int hcg_grid_offset(const hcg_layout *layout, int grid);              /* -1 */
 int hcg_grid_size(const hcg_layout *layout, int grid);                /* -1 */
 /* 1 when the grid's span [offset, offset+size) contains rank, else 0. */
@@ -250,9 +258,9 @@ const char *hcg_view_name(const hcg_layout *layout, int grid,
 int hcg_view_num_dims(const hcg_layout *layout, int grid, int view); /* 0 */
 int hcg_view_find_dim(const hcg_layout *layout, int grid, int view,
                       const char *name); /* -1 when absent */
-const char *hcg_dim_name(const hcg_layout *layout, int grid, int view,
-                         int dim);                                  /* NULL */
-int hcg_dim_size(const hcg_layout *layout, int grid, int view, int dim); /* -1 */
+/* NULL, and -1, for a bad index. */
+const char *hcg_dim_name(const hcg_layout *layout, int grid, int view, int dim);
+int hcg_dim_size(const hcg_layout *layout, int grid, int view, int dim);
 /* Distance in ranks between neighbours along the dim (product of the sizes
  * of the dims before it); -1 for a bad index. */
 int hcg_dim_stride(const hcg_layout *layout, int grid, int view, int dim);
@@ -298,8 +306,8 @@ int hcg_request_parse(const hcg_layout *layout, const char *spec,
  * "llm/expert:ep-expt_tp"; "llm:" for singletons). Equal keys name the same
  * groups. Writes at most cap bytes, NUL included; HCG_ERANGE if it does not
  * fit (HCG_KEY_MAX always does). */
-int hcg_request_key(const hcg_layout *layout, const hcg_request *req,
-                    char *buf, size_t cap);
+int hcg_request_key(const hcg_layout *layout, const hcg_request *req, char *buf,
+                    size_t cap);
 
 /* Members per group and groups of a request; -1 for a NULL layout or an
  * invalid request. */
@@ -311,9 +319,9 @@ int hcg_request_num_groups(const hcg_layout *layout, const hcg_request *req);
  * 0 .. num_groups-1, which are sorted by their first member. */
 typedef struct hcg_group {
   hcg_request req;
-  int ordinal; /* which group of the request, 0 .. num_groups-1   */
-  int first;   /* smallest member                                  */
-  int size;    /* member count                                     */
+  int ordinal; /* which group of the request, 0 .. num_groups-1 */
+  int first;   /* smallest member */
+  int size;    /* member count */
   int index;   /* position of the asked rank, or -1 (hcg_group_at) */
 } hcg_group;
 
@@ -342,38 +350,39 @@ int hcg_group_members(const hcg_layout *layout, const hcg_group *group,
  * absent is not provided (HCG_ENOTPROVIDED), like Python's None.
  */
 enum hcg_field {
-  HCG_FIELD_TP,              /* tp                                       */
-  HCG_FIELD_CP,              /* cp                                       */
-  HCG_FIELD_PP,              /* pp                                       */
-  HCG_FIELD_DP,              /* dp                                       */
-  HCG_FIELD_DP_CP,           /* dp,cp                                    */
-  HCG_FIELD_TP_CP,           /* tp,cp                                    */
-  HCG_FIELD_MP,              /* tp,gtp_remat,pp                          */
-  HCG_FIELD_TP_DP,           /* tp,gtp_remat,dp                          */
-  HCG_FIELD_TP_DP_CP,        /* tp,gtp_remat,dp,cp                       */
-  HCG_FIELD_DP_CP_GTP_REMAT, /* gtp_remat,dp,cp                          */
-  HCG_FIELD_EP,              /* expert: ep                               */
-  HCG_FIELD_EXPT_TP,         /* expert: expt_tp                          */
-  HCG_FIELD_EXPT_DP,         /* expert: expt_dp                          */
-  HCG_FIELD_TP_EP,           /* expert: expt_tp,ep                       */
-  HCG_FIELD_TP_EP_PP,        /* expert: expt_tp,ep,pp                    */
-  HCG_FIELD_EXPT_DP_GTP_REMAT,        /* expert: expt_gtp_remat,expt_dp  */
+  HCG_FIELD_TP,                       /* tp */
+  HCG_FIELD_CP,                       /* cp */
+  HCG_FIELD_PP,                       /* pp */
+  HCG_FIELD_DP,                       /* dp */
+  HCG_FIELD_DP_CP,                    /* dp,cp */
+  HCG_FIELD_TP_CP,                    /* tp,cp */
+  HCG_FIELD_MP,                       /* tp,gtp_remat,pp */
+  HCG_FIELD_TP_DP,                    /* tp,gtp_remat,dp */
+  HCG_FIELD_TP_DP_CP,                 /* tp,gtp_remat,dp,cp */
+  HCG_FIELD_DP_CP_GTP_REMAT,          /* gtp_remat,dp,cp */
+  HCG_FIELD_EP,                       /* expert: ep */
+  HCG_FIELD_EXPT_TP,                  /* expert: expt_tp */
+  HCG_FIELD_EXPT_DP,                  /* expert: expt_dp */
+  HCG_FIELD_TP_EP,                    /* expert: expt_tp,ep */
+  HCG_FIELD_TP_EP_PP,                 /* expert: expt_tp,ep,pp */
+  HCG_FIELD_EXPT_DP_GTP_REMAT,        /* expert: expt_gtp_remat,expt_dp */
   HCG_FIELD_TP_EP_PP_WITH_EGTP_REMAT, /* expert: expt_tp,ep,expt_gtp_remat,pp */
-  HCG_FIELD_INTRA_DP_CP,     /* the same group as dp_cp                  */
-  HCG_FIELD_INTRA_EXPT_DP,   /* the same group as expt_dp                */
-  HCG_FIELD_INTRA_DIST_OPT,  /* all base dims                            */
+  HCG_FIELD_INTRA_DP_CP,              /* the same group as dp_cp */
+  HCG_FIELD_INTRA_EXPT_DP,            /* the same group as expt_dp */
+  HCG_FIELD_INTRA_DIST_OPT,           /* all base dims */
   HCG_FIELD_COUNT
 };
 
-const char *hcg_field_name(enum hcg_field field); /* "tp_ep_pp"; NULL if out of range */
-int hcg_field_find(const char *name);  /* -1 when unknown */
+/* "tp_ep_pp"; NULL if out of range. */
+const char *hcg_field_name(enum hcg_field field);
+/* -1 when unknown. */
+int hcg_field_find(const char *name);
 /* For an alias field, the field whose group object it is; else -1 (also
  * for a field out of range). */
 int hcg_field_alias(enum hcg_field field);
 
 int hcg_collection_request(const hcg_layout *layout, int grid,
-                           enum hcg_field field,
-                           hcg_request *out);
+                           enum hcg_field field, hcg_request *out);
 
 /* ---------------------------------------------------------------------------
  * Embedding groups (language module only). For every pp group P of the
@@ -385,12 +394,11 @@ enum hcg_embedding { HCG_EMBD = 0, HCG_POS_EMBD = 1 };
 int hcg_embedding_num_groups(const hcg_layout *layout); /* 0 for NULL */
 /* The ordinal-th group of a kind: members (1 or 2) into out[0..*n-1]. */
 int hcg_embedding_group_at(const hcg_layout *layout, enum hcg_embedding kind,
-                           int ordinal,
-                           int out[2], int *n);
+                           int ordinal, int out[2], int *n);
 /* The group of that kind holding rank: HCG_ENOTMEMBER when it holds none. */
 int hcg_embedding_group_of_rank(const hcg_layout *layout,
-                                enum hcg_embedding kind, int rank,
-                                int out[2], int *n);
+                                enum hcg_embedding kind, int rank, int out[2],
+                                int *n);
 
 /* ---------------------------------------------------------------------------
  * MIMO rank roles. For a rank inside a grid: whether it holds the first and
@@ -398,28 +406,28 @@ int hcg_embedding_group_of_rank(const hcg_layout *layout,
  * (both are 1); otherwise first iff the pp coordinate is 0, last iff it is
  * pp-1 (a grid without pp has one stage). HCG_ENOTMEMBER outside the grid.
  */
-int hcg_rank_stage(const hcg_layout *layout, int grid, int rank,
-                   int *is_first, int *is_last);
+int hcg_rank_stage(const hcg_layout *layout, int grid, int rank, int *is_first,
+                   int *is_last);
 
 /* ---------------------------------------------------------------------------
  * Bridges between an encoder grid (src) and the language grid (dest).
  */
 enum hcg_bridge_kind {
   HCG_BRIDGE_PASSTHROUGH = 0, /* equal dp: ranks map one to one, no group */
-  HCG_BRIDGE_FAN_IN = 1,      /* src dp > dest dp                         */
-  HCG_BRIDGE_FAN_OUT = 2      /* src dp < dest dp                         */
+  HCG_BRIDGE_FAN_IN = 1,      /* src dp > dest dp */
+  HCG_BRIDGE_FAN_OUT = 2      /* src dp < dest dp */
 };
-const char *hcg_bridge_kind_name(enum hcg_bridge_kind kind); /* "fan-in", ...          */
+const char *hcg_bridge_kind_name(enum hcg_bridge_kind kind); /* "fan-in", ... */
 
 typedef struct hcg_bridge {
-  int src, dest;  /* grid indices                                         */
-  int colocated;  /* 1: same ranks, 0: disjoint (doc/semantics.md 7, 8) */
-  int kind;       /* enum hcg_bridge_kind                                 */
-  int scale;      /* larger dp (or leader count) / smaller; 1 passthrough */
+  int src, dest; /* grid indices */
+  int colocated; /* 1: same ranks, 0: disjoint (doc/semantics.md 7, 8) */
+  int kind;      /* enum hcg_bridge_kind */
+  int scale;     /* larger dp (or leader count) / smaller; 1 passthrough */
   /* colocated: */
-  int dest_cp;    /* dest cp size (cp > 1 adds a backward cp all-reduce)  */
+  int dest_cp; /* dest cp size (cp > 1 adds a backward cp all-reduce) */
   /* non-colocated: */
-  int src_lanes, dest_lanes; /* (dp, gtp_remat) lanes on each side        */
+  int src_lanes, dest_lanes; /* (dp, gtp_remat) lanes on each side */
 } hcg_bridge;
 
 /* Checks that src and dest can be bridged and describes how. Colocated: both
@@ -435,9 +443,8 @@ int hcg_bridge_make(const hcg_layout *layout, int src, int dest,
 int hcg_bridge_num_groups(const hcg_layout *layout, const hcg_bridge *bridge);
 int hcg_bridge_group_at(const hcg_layout *layout, const hcg_bridge *bridge,
                         int ordinal, int *out, int cap, int *n);
-int hcg_bridge_group_of_rank(const hcg_layout *layout,
-                             const hcg_bridge *bridge, int rank, int *out,
-                             int cap, int *n);
+int hcg_bridge_group_of_rank(const hcg_layout *layout, const hcg_bridge *bridge,
+                             int rank, int *out, int cap, int *n);
 
 /* Colocated: the slice of a batch of `batch` samples a rank holds on the
  * larger-dp side: (slot*batch/scale, batch/scale), slot = dp index % scale.
@@ -498,9 +505,9 @@ int hcg_env_scope(const char *name);
 
 /* Slurm's task distributions over nodes (srun --distribution). */
 enum hcg_distribution {
-  HCG_DIST_BLOCK = 0,  /* consecutive ranks fill a node, then the next    */
-  HCG_DIST_CYCLIC = 1, /* rank r on node r mod nodes                       */
-  HCG_DIST_PLANE = 2   /* blocks of `plane` ranks dealt round-robin        */
+  HCG_DIST_BLOCK = 0,  /* consecutive ranks fill a node, then the next */
+  HCG_DIST_CYCLIC = 1, /* rank r on node r mod nodes */
+  HCG_DIST_PLANE = 2   /* blocks of `plane` ranks dealt round-robin */
 };
 
 /* A modelled placement of `world` ranks on `nodes` nodes. */
@@ -567,9 +574,9 @@ void hcg_placement_message(const hcg_layout *layout,
 /* The variable of a verdict: HCG_<GRID>[_<VIEW>]_<DIM>_LOCAL, value 1 or
  * 0 (scope HCG_ENV_PLACEMENT). Calls fn once per verdict of
  * hcg_rank_placement, in its order. */
-int hcg_rank_placement_env(const hcg_layout *layout, int rank,
-                           const char *dims, hcg_node_fn node, void *node_arg,
-                           hcg_env_fn fn, void *arg);
+int hcg_rank_placement_env(const hcg_layout *layout, int rank, const char *dims,
+                           hcg_node_fn node, void *node_arg, hcg_env_fn fn,
+                           void *arg);
 
 /* ---------------------------------------------------------------------------
  * Domains above the node: sets of nodes that share one fast fabric (an
@@ -725,7 +732,7 @@ typedef const char *(*hcg_getenv_fn)(void *arg, const char *name);
  * structs" at the top). */
 typedef struct hcg_ctx_config {
   size_t size;      /* sizeof(hcg_ctx_config), set by the INIT macro */
-  unsigned version; /* HCG_CONFIG_VERSION, set by the INIT macro     */
+  unsigned version; /* HCG_CONFIG_VERSION, set by the INIT macro */
   /* Where the HCG_* variables (and SLURM_LOCALID) come from. getenv_fn, if
    * set, wins; else envp, a NULL-terminated array of "NAME=VALUE" strings
    * (the first entry of a name counts); else the process environment via
@@ -757,9 +764,12 @@ typedef struct hcg_ctx_config {
   int fanin;
 } hcg_ctx_config;
 
+/* One initializer, kept on as few lines as it needs. */
+/* clang-format off */
 #define HCG_CTX_CONFIG_INIT                                                    \
   {sizeof(hcg_ctx_config), HCG_CONFIG_VERSION, NULL, NULL, NULL,              \
    HCG_PMIX_AUTO, HCG_UNSET, HCG_UNSET, NULL, HCG_UNSET}
+/* clang-format on */
 
 /* Reads and checks the environment and creates a context. cfg may be NULL
  * (defaults). Checks, in order: HCG_VERSION equals HCG_ENV_VERSION;
@@ -784,7 +794,7 @@ void hcg_ctx_free(hcg_ctx *ctx);
  * NULL context, like the other accessors below return -1 (rank) or 0. */
 const hcg_layout *hcg_ctx_layout(const hcg_ctx *ctx);
 int hcg_ctx_rank(const hcg_ctx *ctx);       /* -1 for NULL */
-int hcg_ctx_world_size(const hcg_ctx *ctx); /* 0 for NULL  */
+int hcg_ctx_world_size(const hcg_ctx *ctx); /* 0 for NULL */
 /* 1 when the context is connected to PMIx. */
 int hcg_ctx_has_pmix(const hcg_ctx *ctx);
 /* The timeout in seconds in use (0 for NULL). */
@@ -828,11 +838,11 @@ int hcg_ctx_domain_local(const hcg_ctx *ctx, int grid, int view, int dim);
 
 /* Counters of a context, for tests and diagnostics. */
 typedef struct hcg_ctx_stats {
-  long long exchanges; /* exchange calls that reached PMIx          */
-  long long fences;    /* PMIx_Fence calls                          */
-  long long puts;      /* ids published (PMIx_Put)                  */
-  long long gets;      /* ids fetched from a leader (PMIx_Get)      */
-  long long comms;     /* communicators alive                       */
+  long long exchanges; /* exchange calls that reached PMIx */
+  long long fences;    /* PMIx_Fence calls */
+  long long puts;      /* ids published (PMIx_Put) */
+  long long gets;      /* ids fetched from a leader (PMIx_Get) */
+  long long comms;     /* communicators alive */
   long long comms_created;
   long long comms_destroyed;
 } hcg_ctx_stats;
@@ -882,7 +892,7 @@ typedef struct hcg_groupset hcg_groupset;
  *   never dropped. libhcg needs NCCL 2.18.0 or newer. */
 typedef struct hcg_comm_options {
   size_t size;      /* sizeof(hcg_comm_options), set by the INIT macro */
-  unsigned version; /* HCG_CONFIG_VERSION, set by the INIT macro       */
+  unsigned version; /* HCG_CONFIG_VERSION, set by the INIT macro */
   /* 1: the communicator's CUDA stream (hcg_comm_stream) gets the highest
    * priority the device offers (Megatron's high-priority stream groups);
    * 0 or unset: the default priority. */
@@ -900,9 +910,12 @@ typedef struct hcg_comm_options {
   const char *net_name;
 } hcg_comm_options;
 
+/* One initializer, kept on as few lines as it needs. */
+/* clang-format off */
 #define HCG_COMM_OPTIONS_INIT                                                  \
   {sizeof(hcg_comm_options), HCG_CONFIG_VERSION, HCG_UNSET, HCG_UNSET,        \
    HCG_UNSET, HCG_UNSET, HCG_UNSET, HCG_UNSET, HCG_UNSET, NULL}
+/* clang-format on */
 
 /* Called once per communicator of this rank by hcg_comm_create, before the
  * device check and the exchange, with the group's key, the entry's options
@@ -974,12 +987,12 @@ typedef struct hcg_exchange hcg_exchange;
 
 /* One of this rank's groups in an exchange. */
 typedef struct hcg_group_id {
-  const char *key; /* group key; valid while the exchange lives          */
-  int embedding;   /* -1 for request groups, else enum hcg_embedding     */
+  const char *key; /* group key; valid while the exchange lives */
+  int embedding;   /* -1 for request groups, else enum hcg_embedding */
   hcg_group group; /* request groups: hcg_group_of_rank; embedding
                       groups: first, size and index, req.grid the
                       language grid (view 0, dims 0), ordinal -1         */
-  int leader;      /* first member, who published the id                 */
+  int leader;      /* first member, who published the id */
   unsigned char id[HCG_ID_BYTES];
 } hcg_group_id;
 
@@ -1014,7 +1027,8 @@ int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
  * "." EPOCH "." KEY, or, when that would exceed PMIx's 511 characters,
  * "hcg." TAG "." EPOCH ".#" and 32 hex digits of a hash of KEY. (In a job
  * of at most HCG_FANIN processes a leader's ids travel together, under the
- * KEY "*".) Exposed for diagnostics. HCG_ERANGE when cap is too small (512 always suffices). */
+ * KEY "*".) Exposed for diagnostics. HCG_ERANGE when cap is too small (512
+ * always suffices). */
 int hcg_exchange_pmix_key(const char *tag, long long epoch, const char *key,
                           char *buf, size_t cap);
 
@@ -1112,8 +1126,8 @@ int hcg_ctx_num_comms(const hcg_ctx *ctx);
 
 /* For a NULL handle: NULL, 0, -1, NULL, NULL. */
 const char *hcg_comm_key(const hcg_comm *comm);
-int hcg_comm_size(const hcg_comm *comm); /* members                     */
-int hcg_comm_rank(const hcg_comm *comm); /* this rank's index in them   */
+int hcg_comm_size(const hcg_comm *comm); /* members */
+int hcg_comm_rank(const hcg_comm *comm); /* this rank's index in them */
 /* The ncclComm_t and the communicator's cudaStream_t (typed with
  * HCG_HAVE_NCCL, see hcg_nccl_comm); both are destroyed with the
  * communicator. The ncclComm_t is NON-BLOCKING (see hcg_comm_wait). */

@@ -29,10 +29,10 @@
 
 #include "hcg.h"
 
-typedef int hcgpx_status_t;        /* pmix_status_t          */
-typedef uint32_t hcgpx_rank_t;     /* pmix_rank_t            */
+typedef int hcgpx_status_t;         /* pmix_status_t          */
+typedef uint32_t hcgpx_rank_t;      /* pmix_rank_t            */
 typedef uint16_t hcgpx_data_type_t; /* pmix_data_type_t      */
-typedef uint8_t hcgpx_scope_t;     /* pmix_scope_t           */
+typedef uint8_t hcgpx_scope_t;      /* pmix_scope_t           */
 
 #define HCGPX_MAX_NSLEN 255
 #define HCGPX_MAX_KEYLEN 511
@@ -110,8 +110,7 @@ typedef void (*hcgpx_op_cbfunc_t)(hcgpx_status_t status, void *cbdata);
 
 /* The PMIx functions libhcg calls, with PMIx's prototypes. */
 struct hcgpx_api {
-  hcgpx_status_t (*init)(hcgpx_proc_t *proc, hcgpx_info_t info[],
-                         size_t ninfo);
+  hcgpx_status_t (*init)(hcgpx_proc_t *proc, hcgpx_info_t info[], size_t ninfo);
   hcgpx_status_t (*finalize)(const hcgpx_info_t info[], size_t ninfo);
   int (*initialized)(void);
   hcgpx_status_t (*get)(const hcgpx_proc_t *proc, const char key[],
