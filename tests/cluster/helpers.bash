@@ -22,6 +22,26 @@ clean_env() {
   export SRCDIR BUILD
 }
 
+# The interpreter with torch: Debian's by default; HCG_TEST_PYTHON names
+# another (a CUDA build of torch on a GPU machine, say).
+PY=${HCG_TEST_PYTHON:-/usr/bin/python3}
+
+# The setup of the .bats files that run hcg.torch in tasks (torch.bats,
+# megatron.bats, mesh.bats): skips without torch; the tasks import hcg
+# from the source tree and load the build's libhcg.
+torch_setup() {
+  cluster_required
+  clean_env
+  "$PY" -c 'import torch.distributed' 2> /dev/null ||
+    skip "no torch for $PY (scripts/deps.sh installs python3-torch)"
+  OUT=$BATS_TEST_TMPDIR/out
+  mkdir -p "$OUT"
+  chmod 777 "$BATS_TEST_TMPDIR" "$OUT"
+  export PYTHONPATH=$SRCDIR/contrib/python
+  export HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.1
+  SCRIPTS=$BATS_TEST_DIRNAME/torch
+}
+
 setup() {
   cluster_required
   clean_env

@@ -7,18 +7,8 @@
 
 load helpers
 
-PY=${HCG_TEST_PYTHON:-/usr/bin/python3}
-
 setup() {
-  cluster_required
-  clean_env
-  "$PY" -c 'import torch.distributed' 2> /dev/null ||
-    skip "no torch for $PY (scripts/deps.sh installs python3-torch)"
-  OUT=$BATS_TEST_TMPDIR/out
-  mkdir -p "$OUT"
-  chmod 777 "$BATS_TEST_TMPDIR" "$OUT"
-  export PYTHONPATH=$SRCDIR/contrib/python
-  export HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.1
+  torch_setup
   HCG=$BUILD/runtime/hcg
 }
 

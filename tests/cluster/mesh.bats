@@ -9,23 +9,13 @@
 
 load helpers
 
-PY=${HCG_TEST_PYTHON:-/usr/bin/python3}
 GRID='llm:tp=2,cp=2,dp=*,pp=2; llm/expert:expt_tp=1,ep=2,expt_dp=*,pp'
 TITAN='llm:tp=2,cp=1,dp_shard=2,dp_replicate=2,pp=1; llm/expert:etp=1,ep=2,efsdp=*,dp_replicate,pp'
 
 setup() {
-  cluster_required
-  clean_env
-  "$PY" -c 'import torch.distributed' 2> /dev/null ||
-    skip "no torch for $PY (scripts/deps.sh installs python3-torch)"
+  torch_setup
   "$PY" -c 'from torch.distributed.device_mesh import DeviceMesh; DeviceMesh.from_group' \
     2> /dev/null || skip "this torch has no DeviceMesh.from_group (PyTorch 2.4+)"
-  OUT=$BATS_TEST_TMPDIR/out
-  mkdir -p "$OUT"
-  chmod 777 "$BATS_TEST_TMPDIR" "$OUT"
-  export PYTHONPATH=$SRCDIR/contrib/python
-  export HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.1
-  SCRIPTS=$BATS_TEST_DIRNAME/torch
 }
 
 # mesh_run LAYOUT MODE: check_mesh.py MODE on 8 tasks.

@@ -10,24 +10,12 @@
 
 load helpers
 
-# The interpreter with torch: Debian's by default; HCG_TEST_PYTHON names
-# another (a CUDA build of torch on a GPU machine, say).
-PY=${HCG_TEST_PYTHON:-/usr/bin/python3}
 MOE='llm:tp=2,cp=2,dp=*,pp=2; llm/expert:expt_tp=1,ep=4,expt_dp=*,pp'
 NONCOLOC='vision:tp=2,dp=2; llm:tp=2,dp=1,pp=2'
 COLOC='vision@0:tp=2,dp=4; llm@0:tp=4,dp=2'
 
 setup() {
-  cluster_required
-  clean_env
-  "$PY" -c 'import torch.distributed' 2> /dev/null ||
-    skip "no torch for $PY (scripts/deps.sh installs python3-torch)"
-  OUT=$BATS_TEST_TMPDIR/out
-  mkdir -p "$OUT"
-  chmod 777 "$BATS_TEST_TMPDIR" "$OUT"
-  export PYTHONPATH=$SRCDIR/contrib/python
-  export HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.1
-  SCRIPTS=$BATS_TEST_DIRNAME/torch
+  torch_setup
 }
 
 # torch_run N LAYOUT SCRIPT [ARGS...]: the script on N tasks, each task's
