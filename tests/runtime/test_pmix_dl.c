@@ -15,49 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hcg.h"
-#include "rt.h"
+#include "runtime_test.h"
 
-#define ENV_MAX 64
-
-struct env {
-  char *v[ENV_MAX + 1];
-  int n;
-};
-
-static int env_add(void *arg, const char *name, const char *value) {
-  struct env *e = arg;
-  ck_assert_int_lt(e->n, ENV_MAX);
-  size_t len = strlen(name) + strlen(value) + 2;
-  e->v[e->n] = malloc(len);
-  ck_assert_ptr_nonnull(e->v[e->n]);
-  snprintf(e->v[e->n], len, "%s=%s", name, value);
-  e->v[++e->n] = NULL;
-  return 0;
-}
-
-static void env_free(struct env *e) {
-  for (int i = 0; i < e->n; i++)
-    free(e->v[i]);
-  e->n = 0;
-}
-
-/* What the plugin gives rank 1 of 'tp=2' on 2 ranks, and a PMIx
- * namespace (as srun --mpi=pmix sets it) when `ns` is given. */
-static void make_env(struct env *e, const char *ns) {
-  e->n = 0;
-  e->v[0] = NULL;
-  hcg_layout_config lc = HCG_LAYOUT_CONFIG_INIT;
-  lc.world_size = 2;
-  hcg_layout *L = NULL;
-  hcg_error err = HCG_ERROR_INIT;
-  ck_assert_msg(hcg_layout_parse("tp=2", 4, &lc, &L, &err) == 0, "%s",
-                err.message);
-  ck_assert_int_eq(hcg_rank_env(L, 1, env_add, e), 0);
-  hcg_layout_free(L);
-  if (ns)
-    env_add(e, "PMIX_NAMESPACE", ns);
-}
+/* What the plugin gives rank 1 of 'tp=2' on 2 ranks, with a PMIx
+ * namespace as srun --mpi=pmix sets it. */
+static const char *const UNDER_PMIX[] = {"PMIX_NAMESPACE=slurm.pmix.1.0", NULL};
 
 static void has(const char *message, const char *needle) {
   ck_assert_msg(strstr(message, needle), "'%s' not in '%s'", needle, message);
@@ -98,7 +60,7 @@ START_TEST(test_load_order) {
 
   /* Started by a PMIx server, PMIx AUTO: the context is made without
    * PMIx and the exchange says why. */
-  make_env(&e, "slurm.pmix.1.0");
+  make_env(&e, "tp=2", 2, 1, UNDER_PMIX);
   ck_assert_int_eq(ctx_exchange(&e, HCG_PMIX_AUTO, &err), HCG_ENOTSUP);
   has(err.message, "HCG_PMIX_LIBRARY=/nonexistent/libpmix.so.2");
   /* PMIx REQUIRE: init fails, saying that PMIx is required and why. */
@@ -117,7 +79,7 @@ START_TEST(test_load_order) {
    * server fails as a linked libhcg does. */
   unsetenv("HCG_PMIX_LIBRARY");
   ck_assert_msg(hcgrt_pmix_usable(&err) == HCG_OK, "%s", err.message);
-  make_env(&e, NULL);
+  make_env(&e, "tp=2", 2, 1, NULL);
   ck_assert_int_eq(ctx_exchange(&e, HCG_PMIX_AUTO, &err), HCG_EPMIX);
   has(err.message, "srun --mpi=pmix");
   ck_assert_int_eq(ctx_exchange(&e, HCG_PMIX_REQUIRE, &err), HCG_EPMIX);
