@@ -13,6 +13,7 @@
 # cluster of its Slurm (plugin, libhcg, hcg.torch; two-node and
 # heterogeneous steps included).
 # The machine's own tier also: make check under AddressSanitizer + UBSan,
+# libhcg opening PMIx at run time (--with-pmix=dlopen: test_pmix_dl),
 # deps.sh beside a held dpkg lock, libhcg's NCCL code against older nccl.h,
 # the ABI check, make distcheck and the fuzzers (HCG_FUZZ_SECONDS, default
 # 60, split among four targets): these test the sources, not the stack, and
@@ -197,6 +198,17 @@ valgrind_suite() {
   fi
 }
 
+# libhcg built with --with-pmix=dlopen, and the test only that build has.
+pmix_dlopen_suite() {
+  scripts/build.sh build-dl --with-pmix=dlopen &&
+    make -C build-dl/tests -j"$jobs" check TESTS=runtime/test_pmix_dl || {
+    tail -n 40 build-dl/tests/runtime/test_pmix_dl.log >&2
+    return 1
+  }
+  grep -h '^[0-9]*%: Checks:' build-dl/tests/runtime/test_pmix_dl.log |
+    awk '{ n += $3 } END { printf "@count %d 0\n", n }'
+}
+
 # The suite every tier runs, on its own stack: stack_suite TIER.
 # Stops at its first failed step (the next ones need it); returns 1 then.
 stack_suite() {
@@ -217,6 +229,10 @@ source_suite() {
     CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
     LDFLAGS="-fsanitize=address,undefined" &&
     step "tests under AddressSanitizer + UBSan" check_in build-asan || rc=1
+  # test_pmix_dl is built only where libhcg opens PMIx at run time (the
+  # wheel's way), which the tiers' builds do not.
+  step "libhcg opening PMIx at run time (--with-pmix=dlopen): test_pmix_dl" \
+    pmix_dlopen_suite || rc=1
   step "deps.sh beside a held dpkg lock (5 s)" tests/setup/deps-lock.sh || rc=1
   step "NCCL guards: compile against older nccl.h (2.17 refused, 2.18, 2.26, 2.27)" \
     tests/runtime/nccl-compat.sh build || rc=1
