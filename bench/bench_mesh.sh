@@ -27,8 +27,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster.bash"
 bench_start "$BUILD"
 TMP=$BENCH_TMP
 SRC=$BENCH_SRC
-unset HCG_BUILD HCG_SRCDIR
-export PYTHONPATH=$SRC/contrib/python HCG_LIBRARY=$BUILD/runtime/.libs/libhcg.so.1
+bench_python_env "$BUILD"
 
 free_port() {
   "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

@@ -1,14 +1,16 @@
 # shellcheck shell=bash
 #
 # cluster.bash - what the cluster benchmarks share (sourced by
-# bench_exchange.sh, bench_torch.sh and bench_srun.sh): a scratch directory,
-# a private Slurm cluster when none is given, and order statistics.
+# bench_exchange.sh, bench_torch.sh, bench_mesh.sh and bench_srun.sh): a
+# scratch directory, a private Slurm cluster when none is given, the
+# environment of tasks that run hcg.torch, and order statistics.
 #
 #   source bench/cluster.bash
 #   bench_start BUILD_DIR [own]  # $BENCH_TMP; the cluster of $SLURM_CONF
 #                                # when set (and not `own`), else a fresh
 #                                # one (tests/cluster/cluster.sh); both are
 #                                # removed at exit
+#   bench_python_env BUILD_DIR   # tasks import hcg from here, its libhcg
 #   ... | bench_median           # the median of numbers, one per line
 #   ... | bench_ci               # "MEDIAN LO HI": the median and its 95%
 #                                # confidence interval (order statistics)
@@ -39,6 +41,15 @@ bench_start() { # BUILD_DIR [own]
     BENCH_OWN_CLUSTER=1
     cluster_start "$1" || exit 1
   fi
+}
+
+# For benchmarks whose tasks run hcg.torch: hcg imported from this tree
+# and the build's libhcg; the harness's own HCG_* variables dropped (the
+# tasks would see them among theirs).
+bench_python_env() { # BUILD_DIR
+  unset HCG_BUILD HCG_SRCDIR
+  export PYTHONPATH=$BENCH_SRC/contrib/python
+  export HCG_LIBRARY=$1/runtime/.libs/libhcg.so.1
 }
 
 bench_median() {

@@ -82,14 +82,11 @@ teardown_file() {
   esac
 }
 
+# helpers.bash's setup, after the skip check; the image's interpreter.
+eval "helpers_$(declare -f setup)"
 setup() {
   [ -z "$WHY" ] || skip "$WHY"
-  cluster_required
-  clean_env
-  cluster_wait_idle 30 || true
-  OUT=$BATS_TEST_TMPDIR/out
-  mkdir -p "$OUT"
-  chmod 777 "$BATS_TEST_TMPDIR" "$OUT"
+  helpers_setup
   PY=$CTIN/venv/bin/python
 }
 
