@@ -24,8 +24,8 @@
 # left; the exit status is 1 when any step failed. Every step is bounded
 # (HCG_STEP_LIMIT, default 1800 s), and so is each tier in a root
 # (HCG_TIER_LIMIT, default 2400 s: the tiers share the machine).
-# Safe to run twice; builds go to build/, build-asan/ in the source tree
-# (in a root: in the root's copy of it).
+# Safe to run twice; builds go to build/, build-asan/, build-dl/ in the
+# source tree (in a root: in the root's copy of it).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src"
