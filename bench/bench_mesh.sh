@@ -59,7 +59,12 @@ for n in $COUNTS; do
   t=$(awk '{print $3}' "$TMP/torch.$n" | bench_median)
   printf '%6d %10s %10.3f %10.3f %7.1fx\n' "$n" "$(awk 'NR == 1 {print $5}' "$TMP/hcg.$n")" \
     "$h" "$t" "$(echo "$t $h" | awk '{print $1 / $2}')"
+  for mode in hcg torch; do
+    printf '%6s %s parts of the slowest rank, SECONDS/CALLS, each run: %s\n' '' "$mode" \
+      "$(awk '{printf "%s[%s] ", (NR > 1 ? " " : ""), substr($0, index($0, "parts ") + 6)}' "$TMP/$mode.$n")"
+  done
 done
 echo "mesh: pp x dp x cp x tp; hcg_s: hcg.torch.device_mesh; torch_s: init_device_mesh;"
 echo "ratio: torch_s / hcg_s. Each time is the slowest rank's, the median of RUNS runs,"
-echo "the two ways interleaved."
+echo "the two ways interleaved. parts: meet = the members' meetings at the store, make ="
+echo "torch's group construction (gloo's connections), new_group = init_device_mesh's calls."

@@ -40,14 +40,25 @@ all_ok() {
   if outs | grep -q '^bad'; then show; return 1; fi
 }
 
-@test "4-D grid and its expert view: every mesh dim is hcg's group; DTensor; bad input; the store's secret" {
+@test "4-D grid and its expert view: every mesh dim is hcg's group; DTensor; bad input; the job's store" {
+  export MESH_SECRET_FILE=$BATS_TEST_TMPDIR/secret
+  rm -f "$MESH_SECRET_FILE"
   mesh_run "$GRID" grid
   [ "$status" -eq 0 ] || { show; false; }
   all_ok
   if [ ${#RDV[@]} -gt 0 ]; then
-    # With PMIx's broadcast: an outsider reaches the store, names no key.
-    outs | grep -q '^ok 0 .* secret=yes outsider: keys=[1-9][0-9]* named=none' ||
+    # With PMIx's broadcast the store is the job's own: an outsider that
+    # reaches its port gets nothing, whichever way it asks.
+    outs | grep -q '^ok 0 .* secret=yes outsider: tcpstore=refused raw=closed forged=refused$' ||
       { show; false; }
+    # The secret is in no output of the job and no log of the cluster.
+    local secret
+    secret=$(cat "$MESH_SECRET_FILE")
+    [ ${#secret} -eq 32 ] || { show; false; }
+    if grep -rlF "$secret" "$OUT" "$CLUSTER_LOGS"; then
+      echo "the job's secret is in the files above"
+      false
+    fi
   else
     outs | grep -q '^ok 0 .* secret=none' || { show; false; }
   fi

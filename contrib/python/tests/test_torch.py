@@ -85,14 +85,18 @@ def _free_port() -> int:
 
 
 def run_job(scenario: str, world: int, arg: str = "",
-            limit: int = 180) -> List[Dict]:
+            limit: int = 180, job_store: bool = False) -> List[Dict]:
     """Runs a scenario on `world` local ranks (tests/ranks.py); their
-    results, by rank."""
+    results, by rank. ``job_store``: on hcg's job store (a random secret)
+    instead of a TCPStore."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     port = _free_port()
     env = dict(os.environ)
     env.pop("HCG_LAYOUT", None)
     env.pop("HCG_VERSION", None)
+    env.pop("HCG_TEST_JOB_STORE", None)
+    if job_store:
+        env["HCG_TEST_JOB_STORE"] = os.urandom(16).hex()
     done = ranks.run("tests.torch_worker",
                      [[scenario, str(r), str(world), str(port), arg] for r in range(world)],
                      env, here, limit)
@@ -218,18 +222,23 @@ class RealTorch(unittest.TestCase):
             self.assertEqual(res["pair_rank"], rank % 2)
 
     def test_member_that_fails_tells_the_others(self):
-        results = run_job("peer_fails", 4)
-        self.assertIn("ETIMEOUT: process group 'world:", results[1]["error"])
-        self.assertIn("did not form within 1 s: ranks 0 never arrived",
-                      results[1]["error"])
-        for rank in (0, 2, 3):
-            res = results[rank]
-            self.assertEqual(res["peer"], 1, "rank %d: %s" % (rank, res))
-            self.assertIn("cannot form: rank 1 failed: ETIMEOUT: process "
-                          "group 'world:", res["error"])
-            self.assertIn("ranks 0 never arrived", res["error"])
-            # At once, not at their own 60 s timeout.
-            self.assertLess(res["seconds"], 40, "rank %d" % rank)
+        check_peer_fails(self, run_job("peer_fails", 4))
+
+
+def check_peer_fails(tc: unittest.TestCase, results: List[Dict]) -> None:
+    """What the peer_fails scenario must give (test_store.py runs it on
+    the job store)."""
+    tc.assertIn("ETIMEOUT: process group 'world:", results[1]["error"])
+    tc.assertIn("did not form within 1 s: ranks 0 never arrived",
+                results[1]["error"])
+    for rank in (0, 2, 3):
+        res = results[rank]
+        tc.assertEqual(res["peer"], 1, "rank %d: %s" % (rank, res))
+        tc.assertIn("cannot form: rank 1 failed: ETIMEOUT: process "
+                    "group 'world:", res["error"])
+        tc.assertIn("ranks 0 never arrived", res["error"])
+        # At once, not at their own 60 s timeout.
+        tc.assertLess(res["seconds"], 40, "rank %d" % rank)
 
 
 if __name__ == "__main__":

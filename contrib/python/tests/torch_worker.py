@@ -10,6 +10,7 @@ ran (its checks are in the JSON), 3 on an unexpected exception.
 from __future__ import annotations
 
 import datetime
+import os
 import json
 import sys
 import traceback
@@ -291,12 +292,40 @@ def check_mesh_outside(rank: int, world: int, layout: str) -> dict:
     return out
 
 
+def check_torch_groups(rank: int, world: int, _arg: str) -> dict:
+    """torch's own groups after init (made by torch through the store, which
+    the caller no longer references: torch holds it from C++ only)."""
+    import gc
+
+    import torch
+    import torch.distributed as dist
+
+    gc.collect()
+    out = {}
+    t = torch.ones(1)
+    dist.all_reduce(t, group=dist.new_group(list(range(world))))
+    out["world_sum"] = t.item()
+    pairs = [dist.new_group([2 * i, 2 * i + 1]) for i in range(world // 2)]
+    t = torch.tensor([float(rank)])
+    dist.all_reduce(t, group=pairs[rank // 2])
+    out["pair_sum"] = t.item()
+    try:
+        from torch.distributed.device_mesh import init_device_mesh
+    except ImportError:
+        return out
+    mesh = init_device_mesh("cpu", (world // 2, 2), mesh_dim_names=("dp", "tp"))
+    t = torch.ones(1)
+    dist.all_reduce(t, group=mesh.get_group("dp"))
+    out["mesh_dp_sum"] = t.item()
+    return out
+
+
 SCENARIOS = {"collections": check_collections, "mesh_outside": check_mesh_outside,
              "collections_per_key": check_collections_per_key, "grid": check_grid,
              "errors": check_errors, "missing": check_missing,
              "bridge": check_bridge,
              "node_local": check_node_local, "uneven": check_uneven,
-             "peer_fails": check_peer_fails}
+             "peer_fails": check_peer_fails, "torch_groups": check_torch_groups}
 
 
 def main() -> int:
@@ -306,19 +335,33 @@ def main() -> int:
         import torch.distributed as dist
         import hcg.torch as ht
 
+        from hcg.torch._base import STATE
+
         timeout = datetime.timedelta(seconds=60)
-        # hcg's TCPStore opens whether or not this torch has libuv.
-        store = ht.tcp_store("127.0.0.1", port, world, rank == 0, timeout)
+        secret = os.environ.get("HCG_TEST_JOB_STORE")
+        if secret:
+            # The job's store (hcg.torch.store), as init() opens it after
+            # the PMIx broadcast, with the secret the test gave.
+            from hcg.torch import store as jobstore
+
+            STATE.store_secret = bytes.fromhex(secret)
+            if rank == 0:
+                STATE.store_server = jobstore.Server("127.0.0.1", STATE.store_secret, port)
+            store = jobstore.client("127.0.0.1", port, STATE.store_secret, timeout)
+        else:
+            # hcg's TCPStore opens whether or not this torch has libuv.
+            store = ht.tcp_store("127.0.0.1", port, world, rank == 0, timeout)
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
                                 timeout=timeout)
-        from hcg.torch._base import STATE
         STATE.store_addr = ("127.0.0.1", port)
+        if secret:
+            store = None  # as after hcg.torch.init(): torch alone holds it
         result = SCENARIOS[scenario](rank, world, arg)
     except Exception:
         print("RESULT " + json.dumps({"exception": traceback.format_exc()}), flush=True)
         return 3
     print("RESULT " + json.dumps(result), flush=True)
-    _outlive_peers(store, rank, world)
+    _outlive_peers(store or dist.distributed_c10d._get_default_store(), rank, world)
     return 0
 
 

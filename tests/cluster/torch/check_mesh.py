@@ -115,26 +115,79 @@ def refused(what, fn, kind=ValueError):
 
 def outsider(host, port):
     """A process that is no task of the job (a clean environment, only the
-    store's address): what it can read in the store."""
+    store's address) tries the store three ways: torch's own TCPStore
+    client naming the keys hcg and torch write; a raw connection answering
+    the greeting with random bytes; hcg's own client with a secret of its
+    own. Returns what each got."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
            "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     code = r'''
-import datetime, sys
-import torch.distributed as d
-kw = {}
-try:
-    s = d.TCPStore(sys.argv[1], int(sys.argv[2]), None, False, datetime.timedelta(seconds=10), **kw)
-except Exception:
-    s = d.TCPStore(sys.argv[1], int(sys.argv[2]), None, False, datetime.timedelta(seconds=10), use_libuv=False)
+import datetime, os, socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+t = datetime.timedelta(seconds=5)
 keys = ["hcg/init/0/hcg_go", "hcg/init/0/hcg_arrived", "hcg/init/0/hcg_in/0",
         "hcg/init/0/hcg_decided", "default_pg/0//cpu//0", "0", "1"]
-found = [k for k in keys if s.check([k])]
-print("keys=%d named=%s" % (s.num_keys(), ",".join(found) or "none"))
+
+def tcpstore():
+    # In a process of its own: a torch client may die of what it reads
+    # (1.13's takes the greeting for a length: std::bad_alloc).
+    import subprocess
+    ask = ("import datetime, sys\n"
+           "import torch.distributed as d\n"
+           "keys = %r\n"
+           "for kw in ({}, {'use_libuv': False}):\n"
+           "    try:\n"
+           "        s = d.TCPStore(sys.argv[1], int(sys.argv[2]), None, False,\n"
+           "                       datetime.timedelta(seconds=5), **kw)\n"
+           "        found = [k for k in keys if s.check([k])]\n"
+           "        print('read:%%d:%%s' %% (s.num_keys(), ','.join(found)))\n"
+           "        break\n"
+           "    except Exception:\n"
+           "        pass\n" % keys)
+    out = subprocess.run([sys.executable, "-c", ask, host, str(port)],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         timeout=60, check=False).stdout.decode().strip()
+    return out or "refused"
+
+def raw():
+    with socket.create_connection((host, port), timeout=15) as c:
+        greeting = c.recv(64)
+        c.sendall(os.urandom(68))
+        try:
+            more = c.recv(64)
+        except OSError:
+            more = b""
+        return "closed" if greeting and not more else "answered"
+
+def forged():
+    from hcg.torch import store
+    try:
+        store.client(host, port, os.urandom(16), t)
+        return "accepted"
+    except Exception as exc:
+        return "refused" if "refused this task" in str(exc) else "error:" + str(exc)
+
+print("tcpstore=%s raw=%s forged=%s" % (tcpstore(), raw(), forged()))
 '''
     out = subprocess.run([sys.executable, "-c", code, host, str(port)],
                          env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, timeout=60, check=False)
+                         stderr=subprocess.STDOUT, timeout=90, check=False)
     return out.stdout.decode().strip().splitlines()[-1:] or ["no output"]
+
+
+def secret_hidden(secret):
+    """That this task's environment and command line do not hold the
+    job's secret (hex, as it went through PMIx); rank 0 leaves it in
+    MESH_SECRET_FILE for the test to search the logs with."""
+    text = secret.hex()
+    for k, v in os.environ.items():
+        expect(text not in v, "secret in $" + k)
+    with open("/proc/self/cmdline", "rb") as f:
+        expect(text.encode() not in f.read(), "secret in cmdline")
+    where = os.environ.get("MESH_SECRET_FILE")
+    if where and STATE.task is not None and STATE.task.rank == 0:
+        with open(where, "w") as f:
+            f.write(text + "\n")
 
 
 def grid_mode(task):
@@ -168,6 +221,21 @@ def grid_mode(task):
                [("pp", ("pp",)), ("dp_cp", ("dp", "cp")), ("tp", ("tp",))])
     expect(cmesh["dp_cp"].get_group() is pgs.dp_cp, "combined dp_cp")
     expect(n_groups() == before, "the meshes made groups")
+    # torch's own init_device_mesh of the same shape (its groups made by
+    # torch's new_group, through the job's store): the same N-D array, the
+    # same members in every dim.
+    from torch.distributed.device_mesh import init_device_mesh
+
+    names = ("pp", "dp", "cp", "tp")
+    theirs = init_device_mesh("cpu", tuple(mesh.size(i) for i in range(4)),
+                              mesh_dim_names=names)
+    expect(theirs.mesh.tolist() == mesh.mesh.tolist(),
+           "init_device_mesh's array %s != %s" % (theirs.mesh.tolist(), mesh.mesh.tolist()))
+    for name in names:
+        t = torch.ones(1)
+        dist.all_reduce(t, group=theirs.get_group(name))
+        expect(int(t.item()) == mesh.size(names.index(name)),
+               "init_device_mesh's %s group summed %s" % (name, t.item()))
     check_dtensor(L, rank, mesh, "base", ["pp", "dp", "cp", "tp", "dp_cp"])
     check_dtensor(L, rank, emesh, "expert", ["pp", "expt_dp", "ep", "expt_tp"])
     # Bad input: refused before anything is made.
@@ -186,19 +254,16 @@ def grid_mode(task):
     expect(not ht.mesh.default_factory().keys(),
            "the refused calls made groups in the default factory")
     extra = ""
-    if rank == 0:
-        host, port = STATE.store_addr
-        secret = STATE.store_prefix
-        if secret is None:
-            extra = " secret=none"
-        else:
-            looked = outsider(host, port)[0]
+    secret = STATE.store_secret
+    if secret is None:
+        extra = " secret=none"
+    else:
+        secret_hidden(secret)
+        if rank == 0:
+            looked = outsider(*STATE.store_addr)[0]
             extra = " secret=yes outsider: " + looked
-            expect(looked.endswith("named=none"), "outsider found " + looked)
-            for k, v in os.environ.items():
-                expect(secret[4:-1] not in v, "secret in $" + k)
-            with open("/proc/self/cmdline", "rb") as f:
-                expect(secret[4:-1].encode() not in f.read(), "secret in cmdline")
+            expect(looked == "tcpstore=refused raw=closed forged=refused",
+                   "outsider got " + looked)
     return "meshes=3 dims=%d%s" % (len(mesh.mesh_dim_names) + 4, extra)
 
 
@@ -240,26 +305,45 @@ def titan_mode(task):
                                 world_size=task.world_size)
     expect(want == os.environ["MESH_TEST_LAYOUT"], "torchtitan_layout: " + want)
     before = n_groups()
+    # torchtitan's default backend (spmd_types), then partial_dtensor (whose
+    # dense mesh folds dp_shard and cp into fsdp).
     meshes = ht.torchtitan_meshes()
+    pd = ht.torchtitan_meshes(spmd_backend="partial_dtensor")
     made = n_groups() - before
-    world = meshes["world"]
-    check_mesh(L, rank, world, "llm", "base",
-               [(n, (n,)) for n in ("pp", "dp_replicate", "dp_shard", "cp", "tp")],
-               [("dp", ("dp_replicate", "dp_shard")),
-                ("dp_shard_cp", ("dp_shard", "cp")),
-                ("dp_cp", ("dp_replicate", "dp_shard", "cp"))])
-    dense = meshes["dense"]
+    base = [(n, (n,)) for n in ("pp", "dp_replicate", "dp_shard", "cp", "tp")]
+    expect(sorted(meshes) == ["dataloading", "dense", "loss", "sparse",
+                              "spmd_dense_for_fwdbwd", "spmd_sparse_for_fwdbwd",
+                              "world"], "meshes %s" % sorted(meshes))
+    expect(sorted(pd) == ["dataloading", "dense", "loss", "sparse", "world"],
+           "partial_dtensor meshes %s" % sorted(pd))
+    check_mesh(L, rank, meshes["dataloading"], "llm", "base",
+               [("pp", ("pp",)), ("batch", ("dp_replicate", "dp_shard")),
+                ("cp", ("cp",)), ("tp", ("tp",))])
+    check_mesh(L, rank, meshes["loss"], "llm", "base",
+               [("loss_mesh", ("dp_replicate", "dp_shard", "cp"))])
+    check_mesh(L, rank, meshes["dense"], "llm", "base", base)
+    check_mesh(L, rank, meshes["spmd_dense_for_fwdbwd"], "llm", "base",
+               [("dp", ("dp_replicate", "dp_shard")), ("cp", ("cp",)), ("tp", ("tp",))])
+    dense = pd["dense"]
     check_mesh(L, rank, dense, "llm", "base",
                [("pp", ("pp",)), ("dp_replicate", ("dp_replicate",)),
                 ("fsdp", ("dp_shard", "cp")), ("tp", ("tp",))])
-    check_mesh(L, rank, meshes["loss"], "llm", "base",
-               [("batch", ("dp_replicate", "dp_shard")), ("cp", ("cp",))],
-               [("loss", ("dp_replicate", "dp_shard", "cp"))])
     check_mesh(L, rank, meshes["sparse"], "llm", "expert",
-               [(n, (n,)) for n in ("pp", "dp_replicate", "efsdp", "ep", "etp")])
-    expect(dense["tp"].get_group() is world["tp"].get_group(), "tp shared")
-    expect(dense["fsdp"].get_group() is world["dp_shard_cp"].get_group(),
-           "fsdp is dp_shard_cp")
+               [(n, (n,)) for n in ("pp", "dp_replicate", "efsdp", "ep")])
+    check_mesh(L, rank, meshes["spmd_sparse_for_fwdbwd"], "llm", "expert",
+               [(n, (n,)) for n in ("dp_replicate", "efsdp", "ep")])
+    world = meshes["world"]
+    expect(world.mesh.tolist() == list(range(task.world_size)) and
+           dist.get_process_group_ranks(world.get_group()) == list(range(task.world_size)),
+           "the world mesh")
+    axes = ht.torchtitan_axes(meshes)
+    expect(sorted(axes) == ["batch", "cp", "dp", "dp_replicate", "dp_shard", "efsdp",
+                            "ep", "loss", "pp", "tp"], "axes %s" % sorted(axes))
+    expect(sorted(ht.torchtitan_axes(pd)) == ["batch", "cp", "dp_replicate", "efsdp",
+                                              "ep", "fsdp", "loss", "pp", "tp"],
+           "partial_dtensor axes")
+    expect(axes["tp"].get_group() is dense["tp"].get_group(), "tp shared")
+    expect(axes["dp"].get_group() is axes["batch"].get_group(), "dp is batch")
     check_dtensor(L, rank, dense, "dense", ["dp_replicate", "fsdp", "tp"])
     check_dtensor(L, rank, meshes["sparse"], "sparse", ["efsdp", "ep"])
     # FSDP2 (HSDP over dp_replicate x fsdp) plus tensor parallel over tp.
@@ -279,7 +363,7 @@ def titan_mode(task):
     model = parallelize_module(mlp(), dense["tp"], {"0": ColwiseParallel(),
                                                     "2": RowwiseParallel()})
     fully_shard(model, mesh=dense["dp_replicate", "fsdp"])
-    b = meshes["loss"]["batch"]
+    b = axes["batch"]
     i, n = b.get_local_rank(), b.size()
     part = slice(i * 8 // n, (i + 1) * 8 // n)
 

@@ -14,7 +14,7 @@ clear message when PyTorch or torch.distributed is missing.
 
 For PyTorch's own stack (FSDP2, DTensor, torchtitan):
 ``hcg.torch.device_mesh`` is a ``DeviceMesh`` of hcg's groups, and
-``torchtitan_layout``/``torchtitan_meshes`` map torchtitan's degrees.
+``torchtitan_layout``/``torchtitan_meshes``/``torchtitan_axes`` map torchtitan's degrees.
 
 For Megatron-LM: ``HyperCommGrid`` is its class, ``check_megatron_args``
 refuses arguments that disagree with the launcher's layout, and
@@ -31,7 +31,7 @@ from .collection import (ATTRIBUTES, GroupFactory, MultiModuleCollection,
                          new_multimodule_collection)
 from .grid import HyperCommGrid
 from .mesh import DeviceMeshUnavailableError, MeshError, device_mesh
-from .titan import torchtitan_layout, torchtitan_meshes
+from .titan import torchtitan_axes, torchtitan_layout, torchtitan_meshes
 from .megatron import MegatronArgs, MegatronError, check_megatron_args, megatron_args
 from .rendezvous import init
 
@@ -43,7 +43,7 @@ __all__ = ["ATTRIBUTES", "ColocatedBridge", "DeviceMeshUnavailableError", "Group
            "MultiModuleCollection", "ProcessGroups", "TorchUnavailableError",
            "MeshError", "device_mesh", "init", "new_collection", "new_collections",
            "new_multimodule_collection", "tcp_store",
-           "torchtitan_layout", "torchtitan_meshes",
+           "torchtitan_axes", "torchtitan_layout", "torchtitan_meshes",
            "MegatronArgs", "MegatronError", "check_megatron_args", "megatron_args"]
 
 

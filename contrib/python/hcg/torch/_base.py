@@ -228,9 +228,11 @@ class _State:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.store_addr: Optional[Tuple[str, int]] = None  # host, port
-        #: "hcg-SECRET/": the prefix of every key in the job's store, when
-        #: the secret came through PMIx (see rendezvous.py); never printed.
-        self.store_prefix: Optional[str] = None
+        #: The job's secret, when it came through PMIx: every connection
+        #: to the job's store proves it (see store.py); never printed.
+        self.store_secret: Optional[bytes] = None
+        #: Rank 0's job store (hcg.torch.store.Server), while it serves.
+        self.store_server: Any = None
         self.task: Optional[TaskEnv] = None  # init()'s
         self.backend: Optional[str] = None
         self.timeout: Optional[datetime.timedelta] = None

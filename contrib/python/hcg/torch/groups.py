@@ -45,10 +45,11 @@ import inspect
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import HcgError, HcgRuntimeError, HcgValueError, Status
 from . import _meet
+from . import store as jobstore
 from ._base import (STATE, Dist, NotInitializedError, ProcessGroup, Store,
                     dist, keep_backends, tcp_store)
 
@@ -305,11 +306,42 @@ def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, ProcessGroup]:
     return _Build(d, way(d), order, rank).run()
 
 
-def _secret(d: Dist, client: Store) -> Store:
-    """A client of the job's store, under the job's secret when it has one
-    (every key init() and the groups write is there)."""
-    prefix = STATE.store_prefix
-    return client if prefix is None else d.PrefixStore(prefix, client)
+def _connect(address: Tuple[str, int], timeout: datetime.timedelta) -> Store:
+    """A new client of the job's store at ``address`` (the job store when
+    init() got the secret through PMIx, else a TCPStore)."""
+    host, port = address
+    try:
+        if STATE.store_secret is not None:
+            return jobstore.client(host, port, STATE.store_secret, timeout)
+        return tcp_store(host, port, None, False, timeout)
+    except HcgError:
+        raise
+    except Exception as exc:  # pylint: disable=broad-except
+        raise HcgRuntimeError(Status.EIO, "cannot reach hcg.torch's store at %s:%d "
+                              "(hosted by rank 0): %s"
+                              % (host, port, _meet.first_line(exc))) from None
+
+
+#: Clients of the job's store that no build is using, for the next one
+#: (with the address they reach): a build takes one per thread (a client
+#: waits for one key at a time) and gives them back when it succeeds, so a
+#: process holds as many connections as one build's threads, however many
+#: builds it makes. The groups made through a client keep using it (NCCL
+#: reads its unique id at the first collective): it stays alive here.
+_idle: List[Tuple[Tuple[str, int], Store]] = []
+_idle_lock = threading.Lock()
+
+
+def _take_client(address: Tuple[str, int], timeout: datetime.timedelta) -> Store:
+    with _idle_lock:
+        for i, (where, store) in enumerate(_idle):
+            if where == address:
+                del _idle[i]
+                setter = getattr(store, "set_timeout", None)
+                if setter is not None:
+                    setter(timeout)  # this build's, for its waits
+                return store
+    return _connect(address, timeout)
 
 
 class _Build:
@@ -327,6 +359,7 @@ class _Build:
         self.lock = threading.Lock()
         self.finished: Dict[str, ProcessGroup] = {}
         self.failed = threading.Event()
+        self.taken: List[Store] = []  # clients of the job's store it took
 
     def client(self) -> Store:
         """This thread's client of the job's store (the default group's
@@ -334,14 +367,10 @@ class _Build:
         if self.base is None:
             return self.c10d._get_default_store()
         if getattr(self.clients, "store", None) is None:
-            try:
-                self.clients.store = _secret(self.d, tcp_store(
-                    self.base[0], self.base[1], None, False, self.timeout))
-            except Exception as exc:  # pylint: disable=broad-except
-                raise HcgRuntimeError(Status.EIO, "cannot reach hcg.torch's store at "
-                                      "%s:%d (hosted by rank 0): %s"
-                                      % (self.base[0], self.base[1],
-                                  _meet.first_line(exc))) from None
+            store = _take_client(self.base, self.timeout)
+            with self.lock:
+                self.taken.append(store)
+            self.clients.store = store
         return self.clients.store
 
     def fresh(self, prefix: str) -> Optional[Store]:
@@ -349,9 +378,7 @@ class _Build:
         thread's client may be unusable."""
         try:
             client = (self.c10d._get_default_store() if self.base is None else
-                      _secret(self.d, tcp_store(self.base[0], self.base[1],
-                                                None, False,
-                                                datetime.timedelta(seconds=10))))
+                      _connect(self.base, datetime.timedelta(seconds=10)))
             return self.d.PrefixStore(prefix, client)
         except Exception:  # pylint: disable=broad-except
             return None
@@ -425,7 +452,15 @@ class _Build:
                                     "without an error (this is a bug)")
         if error is not None:
             self._drop()
+            for store in self.taken:
+                # Maybe broken mid-request: not for another build.
+                close = getattr(store, "close", None)
+                if close is not None:
+                    close()
             raise error
+        if self.base is not None:
+            with _idle_lock:
+                _idle.extend((self.base, store) for store in self.taken)
         return {s.key: self.finished[s.key] for s in self.order}
 
     def _drop(self) -> None:

@@ -2,23 +2,21 @@
 environment alone.
 
 Under ``srun --mpi=pmix --hcg-layout=...`` nothing else is needed: rank 0
-opens a TCPStore on a free port (so steps sharing a node never collide),
+opens the job's store on a free port (so steps sharing a node never collide),
 and its address reaches every task through one PMIx broadcast
 (``hcg_ctx_broadcast`` in libhcg). torchrun-style variables are honoured
 when set: MASTER_ADDR and MASTER_PORT name the store (MASTER_ADDR alone
 names the address rank 0 publishes, with a free port), and RANK and
 WORLD_SIZE must agree with the layout.
 
-The store listens on every interface without authentication, as
-torchrun's does. With the PMIx broadcast, rank 0 also draws a random
-secret (128 bits) and sends it beside the address; every key hcg.torch and
-torch write in the store (the ranks' meetings, the default group's and
-every group's rendezvous) is under it, so a process outside the job that
-reaches the port can neither name nor read nor forge any of them. The
-secret is kept in this process's memory only: never in the environment, a
-command line or a message. With MASTER_ADDR and MASTER_PORT set there is
-no broadcast, and so no secret: the keys are torchrun's, readable by anyone
-who reaches the port.
+With the PMIx broadcast, the store is hcg's own (hcg.torch.store): rank 0
+draws a random secret (128 bits) and sends it beside the address, and every
+connection to the store must prove it knows the secret before it can name,
+read or write a key; a process outside the job that reaches the port gets
+nothing. The secret is kept in this process's memory only: never in the
+environment, a command line or a message. With MASTER_ADDR and MASTER_PORT
+set there is no broadcast, and so no secret: the store is a TCPStore, as
+torchrun's, readable and writable by anyone who reaches the port.
 """
 
 from __future__ import annotations
@@ -37,6 +35,7 @@ from ..env import TaskEnv, from_environ, in_task
 from ..errors import (HcgError, HcgRuntimeError, PeerError, Status, from_c,
                       status_name)
 from . import _meet
+from . import store as jobstore
 from ._base import (MAX_TIMEOUT_S, STATE, Dist, Store, Timeout, dist,
                     keep_backends, tcp_store, timeout_of)
 from ._meet import first_line
@@ -44,15 +43,10 @@ from ._meet import first_line
 #: Room for what rank 0 broadcasts: "SECRET ADDRESS:PORT", or its failure.
 _BCAST_BYTES = 2048
 #: What starts rank 0's failure in the broadcast, followed by "CODE MESSAGE"
-#: (a secret never starts with it).
+#: (a secret, in hex, never starts with it).
 _FAILED = "!hcg-failed "
 #: Bytes of randomness in the store's secret (128 bits).
 _SECRET_BYTES = 16
-
-
-def secret_prefix(secret: str) -> str:
-    """The store prefix every key of a job with this secret is under."""
-    return "hcg-%s/" % secret
 
 
 def _env_int(name: str) -> Optional[int]:
@@ -124,37 +118,47 @@ def _no_pmix(exc: HcgError) -> HcgError:
     return exc
 
 
-def _check_own(host: str) -> None:
-    """That ``host``, which rank 0 is about to publish with a port of its
-    own, is an address of this host: binding a socket to it tells at once
-    (torch's store would find out only when its own client's connection
-    timed out, after the whole timeout or more)."""
-    try:
-        infos = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)
-        family, kind, proto, _, address = infos[0]
-        with socket.socket(family, kind, proto) as s:
-            s.bind(address)
-    except (OSError, IndexError) as exc:
-        raise HcgRuntimeError(Status.EIO, "rank 0 could not open hcg.torch's store "
-                              "(a TCPStore) on %s: that is no address of this host "
-                              "(MASTER_ADDR, when set alone, is the address rank 0 "
-                              "publishes): %s" % (host, exc)) from None
+def _no_address(host: str, exc: BaseException) -> HcgRuntimeError:
+    """Rank 0 cannot listen on ``host``, the address it was to publish
+    (binding tells at once; a TCPStore would find out only when its own
+    client's connection timed out, after the whole timeout or more)."""
+    return HcgRuntimeError(Status.EIO, "rank 0 could not open hcg.torch's store on %s: "
+                           "that is no address of this host (MASTER_ADDR, when set "
+                           "alone, is the address rank 0 publishes): %s"
+                           % (host, first_line(exc)))
 
 
 def _server(host: str, port: int, world_size: int,
             timeout: datetime.timedelta) -> Store:
-    """Rank 0's store. It does not wait for the others there: they may
-    learn its port only after it is published."""
-    if port == 0:
-        _check_own(host)
+    """Rank 0's TCPStore (MASTER_ADDR and MASTER_PORT name it). It does not
+    wait for the others there."""
     try:
         return tcp_store(host, port, world_size, True, timeout,
                          wait_for_workers=False)
     except Exception as exc:  # pylint: disable=broad-except
         raise HcgRuntimeError(Status.EIO, "rank 0 could not open hcg.torch's store "
                               "(a TCPStore) on %s port %s: %s"
-                              % (host, port or "0 (any free port)",
-                          first_line(exc))) from None
+                              % (host, port, first_line(exc))) from None
+
+
+def _job_server(host: str, secret: bytes) -> jobstore.Server:
+    """Rank 0's job store, on a free port of ``host`` (replacing one an
+    earlier init() of this process opened)."""
+    try:
+        server = jobstore.Server(host, secret)
+    except (OSError, IndexError) as exc:
+        raise _no_address(host, exc) from None
+    if STATE.store_server is not None:
+        STATE.store_server.close()
+    STATE.store_server = server
+    return server
+
+
+def _drop_server() -> None:
+    """Closes rank 0's job store after a failed init()."""
+    if STATE.store_server is not None:
+        STATE.store_server.close()
+        STATE.store_server = None
 
 
 #: How long a rank that already failed tries to reach the store to say so
@@ -163,15 +167,20 @@ _REPORT_REACH = datetime.timedelta(seconds=15)
 
 
 def _client(host: str, port: int, world_size: int, timeout: datetime.timedelta,
-            problem: Optional[HcgError]) -> Store:
-    """A client of rank 0's store. A rank with a ``problem`` only wants to
+            problem: Optional[HcgError], secret: Optional[bytes] = None) -> Store:
+    """A client of rank 0's store (the job store when there is a
+    ``secret``, else a TCPStore). A rank with a ``problem`` only wants to
     report it there: it tries for a short while, then raises the problem."""
     wait = timeout if problem is None else min(timeout, _REPORT_REACH)
     try:
+        if secret is not None:
+            return jobstore.client(host, port, secret, wait)
         return tcp_store(host, port, world_size, False, wait)
     except Exception as exc:  # pylint: disable=broad-except
         if problem is not None:
             raise problem from None
+        if isinstance(exc, HcgError):
+            raise
         raise HcgRuntimeError(Status.EIO, "cannot reach hcg.torch's store at %s:%d "
                               "(hosted by rank 0) within %g s: %s"
                               % (host, port, wait.total_seconds(),
@@ -188,7 +197,7 @@ def _master_vars() -> Tuple[Optional[str], Optional[int]]:
 
 def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
            problem: Optional[HcgError], addr: Optional[str],
-           port: Optional[int]) -> Tuple[Store, str, int, Optional[str]]:
+           port: Optional[int]) -> Tuple[Store, str, int, Optional[bytes]]:
     """The job's store (rank 0 hosts it), its address and the job's secret
     (None when MASTER_ADDR and MASTER_PORT name the store: no broadcast). Every rank gets
     here, also one that already failed (``problem``), so that the
@@ -202,19 +211,19 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
         if master:
             if problem is not None:
                 raise problem
+            _drop_server()
             return (_server(addr, port, task.world_size, timeout), addr, port,
                     None)
         return (_client(addr, port, task.world_size, timeout, problem),
                 addr, port, None)
-    store = None
     payload = b""
     if master:
         if problem is None:
             try:
                 host = addr or _own_address()
-                store = _server(host, 0, task.world_size, timeout)
-                payload = ("%s %s:%d" % (secrets.token_hex(_SECRET_BYTES),
-                                         host, store.port)).encode()
+                secret = secrets.token_bytes(_SECRET_BYTES)
+                server = _job_server(host, secret)
+                payload = ("%s %s:%d" % (secret.hex(), host, server.port)).encode()
             except HcgError as exc:
                 problem = exc
             except OSError as exc:  # no address of its own
@@ -238,15 +247,18 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
         raise PeerError(code_n, "hcg.torch.init: rank 0 failed before it "
                         "published the address of its store: %s: %s"
                         % (status_name(code_n), reason), 0, reason)
-    secret, _, address = got.partition(" ")
+    hex_secret, _, address = got.partition(" ")
     host, _, text = address.rpartition(":")
-    if len(secret) != 2 * _SECRET_BYTES or not host or not text.isdigit():
+    try:
+        secret = bytes.fromhex(hex_secret)
+    except ValueError:
+        secret = b""
+    if len(secret) != _SECRET_BYTES or not host or not text.isdigit():
         # Never quote what came: it may hold the secret.
         raise HcgRuntimeError(Status.EPMIX, "rank 0 published no usable store "
                               "address (%d bytes that are not SECRET HOST:PORT)"
                               % len(got))
-    if store is None:
-        store = _client(host, int(text), task.world_size, timeout, problem)
+    store = _client(host, int(text), task.world_size, timeout, problem, secret)
     return store, host, int(text), secret
 
 
@@ -259,18 +271,32 @@ def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
            problem: Optional[HcgError]) -> Tuple[str, int]:
     """The default group: the store, the ranks' meeting (where a rank that
     failed says so), then torch's init_process_group."""
-    global _inits
     deadline = time.monotonic() + t.total_seconds()
     try:
         addr, port = _master_vars()
     except HcgError as exc:  # a MASTER_PORT that is no port
         addr, port = os.environ.get("MASTER_ADDR") or None, None
         problem = problem or exc
-    store, host, port, secret = _store(task, t, deadline, problem, addr, port)
-    STATE.store_prefix = None if secret is None else secret_prefix(secret)
-    if STATE.store_prefix is not None:
-        # Every key from here on, torch's own included, is under the secret.
-        store = d.PrefixStore(STATE.store_prefix, store)
+    try:
+        store, host, port, secret = _store(task, t, deadline, problem, addr, port)
+    except BaseException:
+        _drop_server()
+        raise
+    STATE.store_secret = secret
+    try:
+        _default_group(d, task, backend, t, problem, store, host, port, deadline)
+    except BaseException:
+        _drop_server()  # rank 0: its store goes with its failed init()
+        raise
+    keep_backends(d.distributed_c10d._get_default_group())
+    return host, port
+
+
+def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
+                   problem: Optional[HcgError], store: Store, host: str, port: int,
+                   deadline: float) -> None:
+    """The ranks' meeting at the store, then init_process_group."""
+    global _inits
     what = ("the default process group (%d ranks, store %s:%d)"
             % (task.world_size, host, port))
     meeting = d.PrefixStore("hcg/init/%d/" % _inits, store)
@@ -303,8 +329,6 @@ def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
                                     time.monotonic() - start)
         _meet.report(meeting, task.rank, err)
         raise err from None
-    keep_backends(d.distributed_c10d._get_default_group())
-    return host, port
 
 
 def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> TaskEnv:

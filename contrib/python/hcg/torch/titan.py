@@ -2,18 +2,22 @@
 torchtitan builds, made of hcg's groups.
 
 torchtitan describes a job by degrees (``dp_replicate``, ``dp_shard``,
-``cp``, ``tp``, ``pp``, ``ep``, ``etp``) and makes one world mesh with
-``init_device_mesh``, then derives the meshes its parallelisms take: the
-dense one ``(pp, dp_replicate, fsdp, tp)`` where ``fsdp`` is ``dp_shard``
-and ``cp`` together, the mixture-of-experts one ``(pp, dp_replicate,
-efsdp, ep, etp)`` on the same ranks, and the loss mesh: ``batch``
-(``dp_replicate`` and ``dp_shard``) by ``cp``, flattened to ``loss``.
+``cp``, ``tp``, ``pp``, ``ep``) and its ``ParallelDims.build_mesh`` makes
+one world mesh with ``init_device_mesh``, then unflattens it into the
+meshes its parallelisms take (``_global_meshes``: ``dataloading``,
+``loss``, ``dense``, ``sparse``, and with its ``spmd_types`` backend
+``spmd_dense_for_fwdbwd`` and ``spmd_sparse_for_fwdbwd``) and keeps one
+1-D mesh per axis (``_single_axis_meshes``); every unflattened dimension
+makes its groups again. (Checked against torchtitan's parallel_dims.py of
+August 2026; the ``etp`` degree of older torchtitan is kept here as a
+layout option.)
 
 Here the degrees become a layout that ``srun --hcg-layout`` places
-(:func:`torchtitan_layout`), and :func:`torchtitan_meshes` gives those
-meshes with :func:`hcg.torch.device_mesh`: every dimension, the combined
-ones included, is hcg's group of its layout dims, made by its members
-alone.
+(:func:`torchtitan_layout`), :func:`torchtitan_meshes` gives the same
+meshes with :func:`hcg.torch.device_mesh`, every dimension (the combined
+ones included) hcg's group of its layout dims, made by its members alone,
+and :func:`torchtitan_axes` the 1-D meshes. The world mesh is the default
+group's: no group is made for it.
 
 The layout lists dims fastest first, torch's meshes outermost first; with
 torchtitan's order (``tp`` fastest, then ``cp``, ``dp_shard``,
@@ -27,7 +31,8 @@ from typing import Any, Dict, Optional
 
 from ..errors import HcgError, Status
 from ..layout import GridRef, Layout
-from .mesh import MeshError, _factory_of, _grid_of, device_mesh
+from ._base import dist
+from .mesh import MeshError, _device_type, _factory_of, _grid_of, _mesh_class, device_mesh
 
 #: The base dims of a torchtitan layout, fastest first.
 BASE_DIMS = ("tp", "cp", "dp_shard", "dp_replicate", "pp")
@@ -102,31 +107,48 @@ def torchtitan_layout(*, dp_replicate: int = 1, dp_shard: int = -1,
     return text
 
 
-def torchtitan_meshes(*, grid: GridRef = None,
+#: torchtitan's two ways of laying out its dense meshes.
+SPMD_BACKENDS = ("spmd_types", "partial_dtensor")
+
+
+def torchtitan_meshes(*, grid: GridRef = None, spmd_backend: str = "spmd_types",
                       device_type: Optional[str] = None,
                       factory: Any = None) -> Dict[str, Any]:
-    """The meshes torchtitan builds, from hcg's groups, for a layout made by
-    :func:`torchtitan_layout` (or with the same dim names).
+    """The meshes torchtitan's ``ParallelDims.build_mesh`` builds, from
+    hcg's groups, for a layout made by :func:`torchtitan_layout` (or with
+    the same dim names), under the keys of its ``_global_meshes``, plus
+    its world mesh.
 
     Args:
         grid: the grid (default: the only one, else the language module).
+        spmd_backend: torchtitan's ``parallelism.spmd_backend``,
+            ``"spmd_types"`` (its default) or ``"partial_dtensor"``.
         device_type: as :func:`hcg.torch.device_mesh`.
         factory: as :func:`hcg.torch.device_mesh`.
 
     Returns:
-        dict: ``"world"``: ``(pp, dp_replicate, dp_shard, cp, tp)`` with
-        the flattened dims ``dp`` (dp_replicate, dp_shard), ``dp_shard_cp``
-        and ``dp_cp`` (torchtitan's names before it unflattened meshes);
-        ``"dense"``: ``(pp, dp_replicate, fsdp, tp)``, ``fsdp`` being
-        dp_shard and cp; ``"loss"``: ``(batch, cp)`` with ``loss``
-        flattened from both; and, when the grid has an expert view,
-        ``"sparse"``: ``(pp, dp_replicate, efsdp, ep, etp)``.
+        dict: ``"dataloading"``: ``(pp, batch, cp, tp)``, ``batch`` being
+        dp_replicate and dp_shard; ``"loss"``: the 1-D ``loss_mesh`` of
+        batch and cp; ``"dense"``: ``(pp, dp_replicate, dp_shard, cp, tp)``
+        with ``spmd_types``, ``(pp, dp_replicate, fsdp, tp)`` (``fsdp``:
+        dp_shard and cp) with ``partial_dtensor``; with ``spmd_types``,
+        ``"spmd_dense_for_fwdbwd"``: ``(dp, cp, tp)``, ``dp`` being
+        dp_replicate and dp_shard; when the grid has an expert view
+        (ep > 1), ``"sparse"``: ``(pp, dp_replicate, efsdp, ep)`` (``etp``
+        after ``ep`` when it is above 1) and, with ``spmd_types``,
+        ``"spmd_sparse_for_fwdbwd"``: ``(dp_replicate, efsdp, ep)``; and,
+        when the grid is the whole job, ``"world"``: the 1-D ``world``
+        mesh of the default group.
 
     Raises:
-        MeshError: the grid lacks one of torchtitan's dims, or this rank is
-            outside it; as :func:`hcg.torch.device_mesh` otherwise.
+        MeshError: the grid lacks one of torchtitan's dims, an unknown
+            ``spmd_backend``, or this rank is outside the grid; as
+            :func:`hcg.torch.device_mesh` otherwise.
         DeviceMeshUnavailableError: as :func:`hcg.torch.device_mesh`.
     """
+    if spmd_backend not in SPMD_BACKENDS:
+        raise MeshError(Status.EINVAL, "spmd_backend must be one of %s, got %r"
+                        % (", ".join(SPMD_BACKENDS), spmd_backend))
     fac = _factory_of(factory)
     g = _grid_of(fac.layout, grid)
     names = [d.name for d in g.view("base").dims]
@@ -138,18 +160,62 @@ def torchtitan_meshes(*, grid: GridRef = None,
                         % (g.name, ", ".join(names), ", ".join(BASE_DIMS)))
     kw: Dict[str, Any] = {"grid": g.name, "device_type": device_type,
                           "factory": fac}
+    batch = ("batch", ("dp_replicate", "dp_shard"))
     out = {
-        "world": device_mesh(["pp", "dp_replicate", "dp_shard", "cp", "tp"],
-                             flatten={"dp": ["dp_replicate", "dp_shard"],
-                                      "dp_shard_cp": ["dp_shard", "cp"],
-                                      "dp_cp": ["dp_replicate", "dp_shard",
-                                                "cp"]}, **kw),
-        "dense": device_mesh(["pp", "dp_replicate",
-                              ("fsdp", ("dp_shard", "cp")), "tp"], **kw),
-        "loss": device_mesh([("batch", ("dp_replicate", "dp_shard")), "cp"],
-                            flatten={"loss": ["batch", "cp"]}, **kw),
+        "dataloading": device_mesh(["pp", batch, "cp", "tp"], **kw),
+        "loss": device_mesh([("loss_mesh", ("dp_replicate", "dp_shard", "cp"))], **kw),
     }
-    if "expert" in [v.name for v in g.views]:
-        out["sparse"] = device_mesh(["pp", "dp_replicate", "efsdp", "ep",
-                                     "etp"], view="expert", **kw)
+    spmd = spmd_backend == "spmd_types"
+    if spmd:
+        out["dense"] = device_mesh(["pp", "dp_replicate", "dp_shard", "cp", "tp"], **kw)
+        out["spmd_dense_for_fwdbwd"] = device_mesh(
+            [("dp", ("dp_replicate", "dp_shard")), "cp", "tp"], **kw)
+    else:
+        out["dense"] = device_mesh(["pp", "dp_replicate",
+                                    ("fsdp", ("dp_shard", "cp")), "tp"], **kw)
+    views = {v.name: v for v in g.views}
+    if "expert" in views:
+        etp = {d.name: d.size for d in views["expert"].dims}.get("etp", 1)
+        out["sparse"] = device_mesh(["pp", "dp_replicate", "efsdp", "ep"] +
+                                    (["etp"] if etp > 1 else []),
+                                    view="expert", **kw)
+        if spmd:
+            out["spmd_sparse_for_fwdbwd"] = device_mesh(
+                ["dp_replicate", "efsdp", "ep"], view="expert", **kw)
+    if g.offset == 0 and g.size == fac.layout.world_size:
+        out["world"] = _world_mesh(fac, device_type)
     return out
+
+
+def _world_mesh(fac: Any, device_type: Optional[str]) -> Any:
+    """torchtitan's 1-D ``world`` mesh, over the default group (which
+    init() made): no group is made for it."""
+    return _mesh_class().from_group(dist().group.WORLD, _device_type(fac, device_type),
+                                    mesh_dim_names=("world",))
+
+
+def torchtitan_axes(meshes: Dict[str, Any]) -> Dict[str, Any]:
+    """torchtitan's ``_single_axis_meshes``: one 1-D mesh per axis, taken
+    from the meshes :func:`torchtitan_meshes` gave (the same groups).
+
+    Args:
+        meshes: what :func:`torchtitan_meshes` returned.
+
+    Returns:
+        dict: ``pp``, ``batch``, ``loss``, ``dp_replicate``, ``cp``,
+        ``tp``; ``dp`` and ``dp_shard`` (spmd_types) or ``fsdp``
+        (partial_dtensor); ``ep`` and ``efsdp`` when there is a sparse
+        mesh.
+    """
+    dl, dense = meshes["dataloading"], meshes["dense"]
+    axes = {"pp": dl["pp"], "batch": dl["batch"], "loss": meshes["loss"],
+            "dp_replicate": dense["dp_replicate"], "cp": dl["cp"], "tp": dl["tp"]}
+    if "spmd_dense_for_fwdbwd" in meshes:
+        axes["dp"] = meshes["spmd_dense_for_fwdbwd"]["dp"]
+        axes["dp_shard"] = dense["dp_shard"]
+    else:
+        axes["fsdp"] = dense["fsdp"]
+    if "sparse" in meshes:
+        axes["ep"] = meshes["sparse"]["ep"]
+        axes["efsdp"] = meshes["sparse"]["efsdp"]
+    return axes

@@ -1,0 +1,363 @@
+"""The job's store: torch.distributed's key-value store that only the
+job's own tasks can use.
+
+torch's TCPStore answers anyone who reaches its port (torch 2.14's even
+lists its keys), so hcg.torch does not put the job's keys in one when it
+has a private channel for a secret (the PMIx broadcast). Rank 0 hosts this
+store instead, in a child process (_store_server.py: the protocol, and why
+a process); every task reaches it over TCP, as a TCPStore, but each
+connection first proves, by HMAC-SHA256 challenge and answer, that it
+knows the job's secret (128 random bits that reached the tasks through
+PMIx, never the network), and the server proves it back. A connection
+that cannot is closed before it can name, read or write a key; a client
+that reaches a server which cannot (the port taken by someone else) says
+so. What passes afterwards is not encrypted: the store holds addresses,
+counters and failures, never the secret.
+
+A client is a ``torch.distributed.Store``: torch's PrefixStore, gloo and
+NCCL use it as they use a TCPStore. A wait (get, wait, multi_get) is held
+by the server until its keys exist or its deadline passes, and answered
+either way; a client whose server is gone (rank 0 died) learns it at once
+from its socket, not at its timeout.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime
+import hmac
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from typing import IO, Any, List, Optional, Sequence, Union, cast
+
+from ..errors import HcgRuntimeError, HcgTimeoutError, Status
+from . import _store_server as proto
+from ._base import dist
+
+#: Seconds a connection may take to prove itself before it is closed.
+HANDSHAKE_S = 10.0
+#: How much longer than a wait's own deadline a client gives the server
+#: to answer before it takes the connection for lost.
+_GRACE_S = 30.0
+#: How long rank 0 waits for its store's process to say its port.
+_START_S = 60.0
+#: How long a client tries a port where nothing listens before it takes
+#: the store for gone.
+_REFUSED_S = 10.0
+
+Key = Union[str, bytes]
+Value = Union[str, bytes, bytearray, Sequence[int]]
+
+
+class Server:
+    """The job store's server, a child process of this one listening on
+    ``host`` at ``port`` (default: a free one; :attr:`port` says which).
+    It ends when :meth:`close` is called or this process ends (it watches
+    a pipe from this one). The secret reaches it through that pipe, never
+    its environment or command line. ``handshake_s``: how long a
+    connection may take to prove itself.
+
+    Raises:
+        OSError: it cannot listen there (the reason in the message), or
+            the process did not start.
+    """
+
+    def __init__(self, host: str, secret: bytes, port: int = 0,
+                 handshake_s: float = HANDSHAKE_S) -> None:
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                              "_store_server.py")
+        # -I -S: the standard library alone, whatever the task's
+        # PYTHONPATH holds. Its standard error is the task's.
+        self._proc = subprocess.Popen(
+            [sys.executable or "python3", "-I", "-S", script],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+        pipe = cast(IO[bytes], self._proc.stdin)
+        try:
+            pipe.write(b"%s %d %r %s\n" % (host.encode(), port, handshake_s,
+                                          secret.hex().encode()))
+            pipe.flush()
+            answer = self._answer()
+        except OSError:
+            self.close()
+            raise
+        if not answer.isdigit():
+            self.close()
+            raise OSError(answer[len("ERROR "):] if answer.startswith("ERROR ")
+                          else "the store's process ended before it listened")
+        self.port = int(answer)
+        # At exit, end it as close() does (it would end anyway once this
+        # process is gone; this way nothing is left running or unreaped).
+        atexit.register(self.close)
+
+    def _answer(self) -> str:
+        out = cast(IO[bytes], self._proc.stdout)
+        got: List[bytes] = []
+
+        def read() -> None:
+            got.append(out.readline())
+
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        t.join(_START_S)
+        if not got:
+            raise OSError("the store's process did not listen within %g s" % _START_S)
+        out.close()
+        return got[0].decode("utf-8", "replace").strip()
+
+    def __repr__(self) -> str:
+        return "<hcg.torch job store server, process %d>" % self._proc.pid
+
+    def close(self) -> None:
+        """Stops the server (its process ends; idempotent)."""
+        atexit.unregister(self.close)
+        if self._proc.stdin is not None and not self._proc.stdin.closed:
+            try:
+                self._proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+def _bytes(value: Any) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    parts, got = [], 0
+    while got < n:
+        chunk = sock.recv(n - got)
+        if not chunk:
+            raise ConnectionResetError("the store closed the connection")
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def _connect(host: str, port: int, secret: bytes, timeout_s: float) -> socket.socket:
+    """A proven connection to the job's store at HOST:PORT, tried until
+    ``timeout_s`` passes (HcgRuntimeError when it cannot be had)."""
+    where = "hcg.torch's store at %s:%d (hosted by rank 0)" % (host, port)
+    start = time.monotonic()
+    deadline = start + timeout_s
+    refused_since: Optional[float] = None
+    while True:
+        try:
+            sock = socket.create_connection(
+                (host, port), timeout=max(0.1, min(10.0, deadline - time.monotonic())))
+            break
+        except OSError as exc:
+            now = time.monotonic()
+            if isinstance(exc, ConnectionRefusedError):
+                # Nothing listens there. The store listens before its
+                # address is published, so after a short grace (a caller
+                # that learnt the port some other way) it is gone: say so
+                # now rather than at the timeout.
+                refused_since = refused_since or now
+                if now - refused_since >= _REFUSED_S:
+                    raise HcgRuntimeError(Status.EIO, "cannot reach %s: connection "
+                                          "refused for %g s (rank 0's store is gone)"
+                                          % (where, now - refused_since)) from None
+            else:
+                refused_since = None
+            if now >= deadline:
+                raise HcgRuntimeError(Status.EIO, "cannot reach %s within %g s: %s"
+                                      % (where, timeout_s, exc)) from None
+            time.sleep(0.05)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(HANDSHAKE_S)
+        hello = _recv_exact(sock, len(proto.HELLO) + proto.NONCE)
+        if hello[:len(proto.HELLO)] != proto.HELLO:
+            raise HcgRuntimeError(Status.EIO, "%s is not one: it did not greet as "
+                                  "hcg's store does (another program on that port?)"
+                                  % where)
+        server_nonce, client_nonce = hello[len(proto.HELLO):], os.urandom(proto.NONCE)
+        sock.sendall(proto.ANSWER + client_nonce +
+                     proto.mac(secret, b"client", server_nonce, client_nonce))
+        try:
+            proof = _recv_exact(sock, proto.MAC)
+        except ConnectionResetError:
+            raise HcgRuntimeError(Status.EIO, "%s refused this task: its secret is "
+                                  "not this task's (another job's store?)"
+                                  % where) from None
+        if not hmac.compare_digest(proof, proto.mac(secret, b"server", server_nonce,
+                                               client_nonce)):
+            raise HcgRuntimeError(Status.EIO, "%s did not prove it is this job's "
+                                  "(another program on that port?)" % where)
+        sock.settimeout(None)
+        return sock
+    except HcgRuntimeError:
+        sock.close()
+        raise
+    except OSError as exc:
+        sock.close()
+        raise HcgRuntimeError(Status.EIO, "%s: the handshake failed: %s"
+                              % (where, exc)) from None
+
+
+_client_class: Any = None
+#: Every client made, for as long as the process lives. torch keeps a store
+#: from C++ (a group holds it, NCCL reads it at its first collective), and
+#: pybind11 finds a Python subclass's methods only while its Python object
+#: lives: one that only C++ still holds answers "Not implemented".
+_alive: List[Any] = []
+_alive_lock = threading.Lock()
+
+
+def client(host: str, port: int, secret: bytes,
+           timeout: datetime.timedelta) -> Any:
+    """A client of the job's store (a ``torch.distributed.Store``), its
+    connection proven. ``timeout`` is the store's: how long get and wait
+    wait. Raises HcgRuntimeError (EIO) when the store cannot be reached
+    within it, or does not prove it is the job's. The client lives as long
+    as the process (see ``_alive``); close() ends its connection."""
+    global _client_class
+    with _alive_lock:
+        if _client_class is None:
+            _client_class = _make_client_class(dist())
+    made = _client_class(host, port, secret, timeout)
+    with _alive_lock:
+        _alive.append(made)
+    return made
+
+
+def _make_client_class(d: Any) -> Any:
+    class JobStore(d.Store):  # type: ignore[misc]
+        """A client of the job's store (see hcg.torch.store). One
+        connection, one request at a time (thread-safe: a lock). Keys are
+        str (UTF-8) or bytes, values bytes (str is taken as UTF-8)."""
+
+        def __init__(self, host: str, port: int, secret: bytes,
+                     timeout: datetime.timedelta) -> None:
+            super().__init__()
+            self._where = (host, port)
+            self._secret = secret
+            self._timeout_s = timeout.total_seconds()
+            self._lock = threading.Lock()
+            self._sock: Optional[socket.socket] = _connect(host, port, secret,
+                                                           self._timeout_s)
+            setter = getattr(self, "set_timeout", None)
+            if setter is not None:
+                setter(timeout)
+
+        def __repr__(self) -> str:
+            return "<hcg.torch job store client of %s:%d>" % self._where
+
+        def _wait_s(self, timeout: Optional[datetime.timedelta] = None) -> float:
+            if timeout is not None:
+                return timeout.total_seconds()
+            own = getattr(self, "timeout", None)  # set_timeout's, where torch has it
+            return own.total_seconds() if isinstance(own, datetime.timedelta) \
+                else self._timeout_s
+
+        def _call(self, op: int, fields: Sequence[bytes],
+                  wait_s: Optional[float] = None) -> List[bytes]:
+            what = "hcg.torch's store at %s:%d (hosted by rank 0)" % self._where
+            with self._lock:
+                sock = self._sock
+                if sock is None:
+                    raise HcgRuntimeError(Status.EIO, "the connection to %s was lost "
+                                          "earlier" % what)
+                try:
+                    sock.settimeout((wait_s or 0.0) + _GRACE_S)
+                    sock.sendall(proto.frame(op, fields))
+                    (n,) = struct.unpack(">I", _recv_exact(sock, 4))
+                    if n == 0 or n > proto.MAX_FRAME:
+                        raise ConnectionResetError("a frame of %d bytes" % n)
+                    status, out = proto.fields(_recv_exact(sock, n))
+                except (OSError, ValueError) as exc:
+                    self._sock = None
+                    sock.close()
+                    raise HcgRuntimeError(Status.EIO, "lost the connection to %s: %s"
+                                          % (what, exc)) from None
+            if status == proto.TIMEOUT:
+                raise HcgTimeoutError(Status.ETIMEOUT, "%s: timed out after %g s "
+                                      "waiting for %s" % (what, wait_s or 0.0,
+                                                          _names(fields[1:])))
+            if status != proto.OK:
+                raise HcgRuntimeError(Status.EIO, "%s: %s" % (
+                    what, (out[0] if out else b"error").decode("utf-8", "replace")))
+            return out
+
+        def _waiting(self, op: int, keys: Sequence[bytes],
+                     timeout: Optional[datetime.timedelta] = None) -> List[bytes]:
+            wait_s = self._wait_s(timeout)
+            return self._call(op, [b"%d" % int(wait_s * 1000)] + list(keys), wait_s)
+
+        def set(self, key: Key, value: Value) -> None:
+            self._call(proto.SET, [_bytes(key), _bytes(value)])
+
+        def get(self, key: Key) -> bytes:
+            return self._waiting(proto.GET, [_bytes(key)])[0]
+
+        def add(self, key: Key, amount: int) -> int:
+            return int(self._call(proto.ADD, [_bytes(key), b"%d" % int(amount)])[0])
+
+        def check(self, keys: Sequence[Key]) -> bool:
+            return self._call(proto.CHECK, [_bytes(k) for k in keys])[0] == b"1"
+
+        def wait(self, keys: Sequence[Key],
+                 timeout: Optional[datetime.timedelta] = None) -> None:
+            self._waiting(proto.WAIT, [_bytes(k) for k in keys], timeout)
+
+        def compare_set(self, key: Key, expected: Value, desired: Value) -> bytes:
+            return self._call(proto.CAS, [_bytes(key), _bytes(expected), _bytes(desired)])[0]
+
+        def delete_key(self, key: Key) -> bool:
+            return self._call(proto.DELETE, [_bytes(key)])[0] == b"1"
+
+        def num_keys(self) -> int:
+            return int(self._call(proto.NUM, [])[0])
+
+        def append(self, key: Key, value: Value) -> None:
+            self._call(proto.APPEND, [_bytes(key), _bytes(value)])
+
+        def multi_get(self, keys: Sequence[Key]) -> List[bytes]:
+            return self._waiting(proto.MGET, [_bytes(k) for k in keys])
+
+        def multi_set(self, keys: Sequence[Key], values: Sequence[Value]) -> None:
+            if len(keys) != len(values):
+                raise ValueError("multi_set: %d keys but %d values"
+                                 % (len(keys), len(values)))
+            pairs: List[bytes] = []
+            for k, v in zip(keys, values):
+                pairs += [_bytes(k), _bytes(v)]
+            self._call(proto.MSET, pairs)
+
+        def has_extended_api(self) -> bool:
+            return True
+
+        def clone(self) -> "JobStore":
+            return cast("JobStore", client(self._where[0], self._where[1], self._secret,
+                                           datetime.timedelta(seconds=self._wait_s())))
+
+        def close(self) -> None:
+            """Closes the connection (later calls raise HcgRuntimeError)."""
+            with self._lock:
+                if self._sock is not None:
+                    self._sock.close()
+                    self._sock = None
+
+        def __del__(self) -> None:
+            sock = getattr(self, "_sock", None)
+            if sock is not None:
+                sock.close()
+
+    return JobStore
+
+
+def _names(keys: Sequence[bytes]) -> str:
+    shown = ", ".join("'%s'" % k.decode("utf-8", "replace")[:120] for k in keys[:4])
+    more = " and %d more" % (len(keys) - 4) if len(keys) > 4 else ""
+    return "key%s %s%s" % ("s" if len(keys) > 1 else "", shown, more)
