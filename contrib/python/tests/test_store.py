@@ -166,10 +166,21 @@ class JobStore(unittest.TestCase):
         else:
             self.fail("the store still listens after its process died")
 
+    def test_a_process_that_does_not_start(self) -> None:
+        real = sys.executable
+        try:
+            sys.executable = "/nonexistent/python3"
+            with self.assertRaises(self.store.StoreStartError) as cm:
+                self.store.Server("127.0.0.1", SECRET)
+        finally:
+            sys.executable = real
+        self.assertIn("cannot run /nonexistent/python3", str(cm.exception))
+
     def test_a_bad_address(self) -> None:
         with self.assertRaises(OSError) as cm:
             self.store.Server("192.0.2.1", SECRET)  # TEST-NET-1: not this host's
         self.assertIn("assign", str(cm.exception))
+        self.assertNotIsInstance(cm.exception, self.store.StoreStartError)
 
     def test_a_server_that_is_not_the_jobs(self) -> None:
         with socket.socket() as listener:

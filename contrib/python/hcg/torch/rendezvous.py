@@ -146,6 +146,9 @@ def _job_server(host: str, secret: bytes) -> jobstore.Server:
     earlier init() of this process opened)."""
     try:
         server = jobstore.Server(host, secret)
+    except jobstore.StoreStartError as exc:
+        raise HcgRuntimeError(Status.EIO, "rank 0 could not start hcg.torch's store: %s"
+                              % exc) from None
     except (OSError, IndexError) as exc:
         raise _no_address(host, exc) from None
     if STATE.store_server is not None:

@@ -54,6 +54,10 @@ Key = Union[str, bytes]
 Value = Union[str, bytes, bytearray, Sequence[int]]
 
 
+class StoreStartError(OSError):
+    """The store's process did not start, or ended before it listened."""
+
+
 class Server:
     """The job store's server, a child process of this one listening on
     ``host`` at ``port`` (default: a free one; :attr:`port` says which).
@@ -63,32 +67,39 @@ class Server:
     connection may take to prove itself.
 
     Raises:
-        OSError: it cannot listen there (the reason in the message), or
-            the process did not start.
+        StoreStartError: the process did not start or ended early (its
+            standard error, the caller's, says why).
+        OSError: it cannot listen there (the reason in the message).
     """
 
     def __init__(self, host: str, secret: bytes, port: int = 0,
                  handshake_s: float = HANDSHAKE_S) -> None:
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                               "_store_server.py")
+        python = sys.executable or "python3"
         # -I -S: the standard library alone, whatever the task's
         # PYTHONPATH holds. Its standard error is the task's.
-        self._proc = subprocess.Popen(
-            [sys.executable or "python3", "-I", "-S", script],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+        try:
+            self._proc = subprocess.Popen([python, "-I", "-S", script],
+                                          stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, close_fds=True)
+        except OSError as exc:
+            raise StoreStartError("cannot run %s: %s" % (python, exc)) from None
         pipe = cast(IO[bytes], self._proc.stdin)
         try:
             pipe.write(b"%s %d %r %s\n" % (host.encode(), port, handshake_s,
                                           secret.hex().encode()))
             pipe.flush()
             answer = self._answer()
-        except OSError:
+        except OSError as exc:
             self.close()
-            raise
+            raise StoreStartError("its process: %s" % exc) from None
         if not answer.isdigit():
             self.close()
-            raise OSError(answer[len("ERROR "):] if answer.startswith("ERROR ")
-                          else "the store's process ended before it listened")
+            if answer.startswith("ERROR "):
+                raise OSError(answer[len("ERROR "):])
+            raise StoreStartError("its process (%s %s) ended before it listened"
+                                  % (python, script))
         self.port = int(answer)
         # At exit, end it as close() does (it would end anyway once this
         # process is gone; this way nothing is left running or unreaped).
