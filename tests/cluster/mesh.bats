@@ -55,6 +55,7 @@ all_ok() {
     local secret
     secret=$(cat "$MESH_SECRET_FILE")
     [ ${#secret} -eq 32 ] || { show; false; }
+    [ -d "$CLUSTER_LOGS" ] && [ -s "$CLUSTER_LOGS/slurmd.log" ] || { echo "no cluster logs"; false; }
     if grep -rlF "$secret" "$OUT" "$CLUSTER_LOGS"; then
       echo "the job's secret is in the files above"
       false
