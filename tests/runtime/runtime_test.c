@@ -76,8 +76,13 @@ int ctx_from(struct env *e, hcg_ctx **ctx, hcg_error *err) {
 }
 
 hcg_ctx *must_ctx(const char *text, int world, int rank) {
+  return must_ctx_edited(text, world, rank, NULL);
+}
+
+hcg_ctx *must_ctx_edited(const char *text, int world, int rank,
+                         const char *const *edits) {
   struct env e;
-  make_env(&e, text, world, rank, NULL);
+  make_env(&e, text, world, rank, edits);
   hcg_ctx *ctx = NULL;
   hcg_error err = HCG_ERROR_INIT;
   int rc = ctx_from(&e, &ctx, &err);

@@ -31,6 +31,9 @@ void make_env(struct env *e, const char *text, int world, int rank,
 /* hcg_ctx_init on an environment with PMIx off. */
 int ctx_from(struct env *e, hcg_ctx **ctx, hcg_error *err);
 hcg_ctx *must_ctx(const char *text, int world, int rank);
+/* must_ctx on make_env's environment with `edits` (NULL-terminated). */
+hcg_ctx *must_ctx_edited(const char *text, int world, int rank,
+                         const char *const *edits);
 /* Whether this build can call PMIx here: linked with it, or able to load
  * libpmix.so.2 (runtime/lib/pmix_abi.h). */
 int pmix_usable(void);

@@ -168,16 +168,10 @@ START_TEST(test_env_mismatch) {
                    "HCG_LANGUAGE=");
   /* Per-dim variables may be absent (a plugstack option can turn them
    * off): the rest still identifies the task. */
-  struct env e;
   const char *const drop[] = {"HCG_LLM_TP_RANK",        "HCG_LLM_TP_SIZE",
                               "HCG_LLM_EXPERT_EP_RANK", "HCG_GRIDS",
                               "HCG_LANGUAGE",           NULL};
-  make_env(&e, MOE, 16, 5, drop);
-  hcg_ctx *ctx = NULL;
-  hcg_error err = HCG_ERROR_INIT;
-  ck_assert_msg(ctx_from(&e, &ctx, &err) == 0, "%s", err.message);
-  hcg_ctx_free(ctx);
-  env_free(&e);
+  hcg_ctx_free(must_ctx_edited(MOE, 16, 5, drop));
 }
 END_TEST
 
@@ -286,12 +280,7 @@ START_TEST(test_ctx_node_local) {
   const char *text = "llm:tp=2,dp=*; llm/expert:ep=4,expt_dp=*";
   const char *const edits[] = {"HCG_LLM_TP_LOCAL=1",
                                "HCG_LLM_EXPERT_EP_LOCAL=0", NULL};
-  struct env e;
-  make_env(&e, text, 8, 5, edits);
-  hcg_ctx *ctx = NULL;
-  hcg_error err = HCG_ERROR_INIT;
-  ck_assert_int_eq(ctx_from(&e, &ctx, &err), 0);
-  env_free(&e);
+  hcg_ctx *ctx = must_ctx_edited(text, 8, 5, edits);
   ck_assert_int_eq(hcg_ctx_node_local(ctx, 0, 0, 0), 1);  /* tp */
   ck_assert_int_eq(hcg_ctx_node_local(ctx, 0, 0, 1), -1); /* dp: unset */
   ck_assert_int_eq(hcg_ctx_node_local(ctx, 0, 1, 0), 0);  /* expert ep */
@@ -313,12 +302,7 @@ START_TEST(test_ctx_domain_local) {
   const char *text = "llm:tp=2,dp=*; llm/expert:ep=4,expt_dp=*";
   const char *const edits[] = {"HCG_LLM_EXPERT_EP_LOCAL=0",
                                "HCG_LLM_EXPERT_EP_DOMAIN_LOCAL=1", NULL};
-  struct env e;
-  make_env(&e, text, 8, 5, edits);
-  hcg_ctx *ctx = NULL;
-  hcg_error err = HCG_ERROR_INIT;
-  ck_assert_int_eq(ctx_from(&e, &ctx, &err), 0);
-  env_free(&e);
+  hcg_ctx *ctx = must_ctx_edited(text, 8, 5, edits);
   ck_assert_int_eq(hcg_ctx_domain_local(ctx, 0, 1, 0), 1); /* expert ep */
   ck_assert_int_eq(hcg_ctx_node_local(ctx, 0, 1, 0), 0);
   ck_assert_int_eq(hcg_ctx_domain_local(ctx, 0, 0, 0), -1); /* tp: unset */
