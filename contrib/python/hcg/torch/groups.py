@@ -51,7 +51,7 @@ from ..errors import HcgError, HcgRuntimeError, HcgValueError, Status
 from . import _meet
 from . import store as jobstore
 from ._base import (STATE, Dist, NotInitializedError, ProcessGroup, Store,
-                    dist, keep_backends, tcp_store)
+                    dist, keep_backends)
 
 #: Most groups a rank connects at once. Measured with bench_torch's
 #: collection at 32 tasks on 2 CPUs (7 shared groups per rank, torch 1.13):
@@ -306,22 +306,6 @@ def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, ProcessGroup]:
     return _Build(d, way(d), order, rank).run()
 
 
-def _connect(address: Tuple[str, int], timeout: datetime.timedelta) -> Store:
-    """A new client of the job's store at ``address`` (the job store when
-    init() got the secret through PMIx, else a TCPStore)."""
-    host, port = address
-    try:
-        if STATE.store_secret is not None:
-            return jobstore.client(host, port, STATE.store_secret, timeout)
-        return tcp_store(host, port, None, False, timeout)
-    except HcgError:
-        raise
-    except Exception as exc:  # pylint: disable=broad-except
-        raise HcgRuntimeError(Status.EIO, "cannot reach hcg.torch's store at %s:%d "
-                              "(hosted by rank 0): %s"
-                              % (host, port, _meet.first_line(exc))) from None
-
-
 #: Clients of the job's store that no build is using, for the next one
 #: (with the address they reach): a build takes one per thread (a client
 #: waits for one key at a time) and gives them back when it succeeds, so a
@@ -341,7 +325,7 @@ def _take_client(address: Tuple[str, int], timeout: datetime.timedelta) -> Store
                 if setter is not None:
                     setter(timeout)  # this build's, for its waits
                 return store
-    return _connect(address, timeout)
+    return jobstore.connect(address[0], address[1], STATE.store_secret, timeout)
 
 
 class _Build:
@@ -378,7 +362,8 @@ class _Build:
         thread's client may be unusable."""
         try:
             client = (self.c10d._get_default_store() if self.base is None else
-                      _connect(self.base, datetime.timedelta(seconds=10)))
+                      jobstore.connect(self.base[0], self.base[1], STATE.store_secret,
+                                       datetime.timedelta(seconds=10)))
             return self.d.PrefixStore(prefix, client)
         except Exception:  # pylint: disable=broad-except
             return None

@@ -176,18 +176,11 @@ def _client(host: str, port: int, world_size: int, timeout: datetime.timedelta,
     report it there: it tries for a short while, then raises the problem."""
     wait = timeout if problem is None else min(timeout, _REPORT_REACH)
     try:
-        if secret is not None:
-            return jobstore.client(host, port, secret, wait)
-        return tcp_store(host, port, world_size, False, wait)
-    except Exception as exc:  # pylint: disable=broad-except
+        return jobstore.connect(host, port, secret, wait, world_size)
+    except HcgError:
         if problem is not None:
             raise problem from None
-        if isinstance(exc, HcgError):
-            raise
-        raise HcgRuntimeError(Status.EIO, "cannot reach hcg.torch's store at %s:%d "
-                              "(hosted by rank 0) within %g s: %s"
-                              % (host, port, wait.total_seconds(),
-                          first_line(exc))) from None
+        raise
 
 
 def _master_vars() -> Tuple[Optional[str], Optional[int]]:

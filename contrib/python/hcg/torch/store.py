@@ -27,6 +27,7 @@ import atexit
 import datetime
 import hmac
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -35,9 +36,10 @@ import threading
 import time
 from typing import IO, Any, List, Optional, Sequence, Union, cast
 
-from ..errors import HcgRuntimeError, HcgTimeoutError, Status
+from ..errors import HcgError, HcgRuntimeError, HcgTimeoutError, Status
 from . import _store_server as proto
-from ._base import dist
+from ._base import dist, tcp_store
+from ._meet import first_line
 
 #: Seconds a connection may take to prove itself before it is closed.
 HANDSHAKE_S = 10.0
@@ -106,19 +108,14 @@ class Server:
         atexit.register(self.close)
 
     def _answer(self) -> str:
+        """The process's one line (it writes it whole, at once), or "" when
+        it ended first."""
         out = cast(IO[bytes], self._proc.stdout)
-        got: List[bytes] = []
-
-        def read() -> None:
-            got.append(out.readline())
-
-        t = threading.Thread(target=read, daemon=True)
-        t.start()
-        t.join(_START_S)
-        if not got:
+        if not select.select([out], [], [], _START_S)[0]:
             raise OSError("the store's process did not listen within %g s" % _START_S)
+        line = out.readline()
         out.close()
-        return got[0].decode("utf-8", "replace").strip()
+        return line.decode("utf-8", "replace").strip()
 
     def __repr__(self) -> str:
         return "<hcg.torch job store server, process %d>" % self._proc.pid
@@ -215,6 +212,26 @@ def _connect(host: str, port: int, secret: bytes, timeout_s: float) -> socket.so
         sock.close()
         raise HcgRuntimeError(Status.EIO, "%s: the handshake failed: %s"
                               % (where, exc)) from None
+
+
+def connect(host: str, port: int, secret: Optional[bytes],
+            timeout: datetime.timedelta, world_size: Optional[int] = None) -> Any:
+    """A new client of the job's store at HOST:PORT: hcg's (:func:`client`)
+    when init() got the ``secret`` through PMIx, else a TCPStore (the
+    store MASTER_ADDR and MASTER_PORT name, ``world_size`` as TCPStore's).
+    Raises HcgRuntimeError (EIO) naming the store when it cannot be
+    reached within ``timeout``."""
+    try:
+        if secret is not None:
+            return client(host, port, secret, timeout)
+        return tcp_store(host, port, world_size, False, timeout)
+    except HcgError:
+        raise
+    except Exception as exc:  # pylint: disable=broad-except
+        raise HcgRuntimeError(Status.EIO, "cannot reach hcg.torch's store at %s:%d "
+                              "(hosted by rank 0) within %g s: %s"
+                              % (host, port, timeout.total_seconds(),
+                                 first_line(exc))) from None
 
 
 _client_class: Any = None
