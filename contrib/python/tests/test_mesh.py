@@ -63,6 +63,14 @@ class TorchtitanLayout(unittest.TestCase):
             ht.torchtitan_layout(dp_shard=3, tp=2, world_size=8)
         self.assertIn("do not fit 8 ranks", str(cm.exception))
 
+    def test_unknown_spmd_backend(self):
+        # Refused before anything is looked up or made (no torch needed).
+        with self.assertRaises(ValueError) as cm:
+            ht.torchtitan_meshes(spmd_backend="dtensor")
+        self.assertIsInstance(cm.exception, ht.MeshError)
+        self.assertIn("spmd_backend must be one of spmd_types, partial_dtensor, "
+                      "got 'dtensor'", str(cm.exception))
+
 
 @unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
 class DeviceMesh(unittest.TestCase):
