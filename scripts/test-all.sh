@@ -25,7 +25,9 @@
 # (HCG_STEP_LIMIT, default 1800 s), and so is each tier in a root
 # (HCG_TIER_LIMIT, default 2400 s: the tiers share the machine).
 # Safe to run twice; builds go to build/, build-asan/, build-dl/ in the
-# source tree (in a root: in the root's copy of it).
+# source tree (in a root: in the root's copy of it). Nothing it caches need
+# exist: no /var/cache/hcg, no roots, no builds (a step proves it, below).
+# HCG_SUITE=start runs only the set-up: packages, roots, builds.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src"
@@ -35,6 +37,14 @@ tiers_all="debian12 debian13 sid"
 platforms=${HCG_PLATFORMS:-$tiers_all}
 # Set by scripts/tier.sh: this run is one tier, inside its root.
 inner=${HCG_TIER:-}
+# HCG_SUITE=start: only the start of every tier (its packages, root and
+# build), as a new machine's first minutes run it; tests/setup/fresh-start.sh.
+suite=${HCG_SUITE:-all}
+case $suite in all | start) ;; *)
+  echo "test-all: HCG_SUITE is 'all' or 'start', got '$suite'" >&2
+  exit 2
+  ;;
+esac
 declare -a summary=()
 failed=0
 prefix= # "TIER: " before the steps' names in the summary, for the host's tier
@@ -144,13 +154,16 @@ print_summary() {
 }
 
 # The space left where the roots and the builds live: a full disk fails
-# steps in ways that do not say so.
+# steps in ways that do not say so. Only a report: it never fails the run.
+# The roots' directory need not exist yet (a new machine, HCG_ROOTS
+# anywhere new): df then looks at the nearest directory above it that does,
+# the file system the roots will be made on.
 disk_left() {
   local d
   for d in "$src" "$(scripts/tier.sh roots 2>/dev/null || echo /var/cache)"; do
-    [ -d "$d" ] || d=$(dirname "$d")
-    df -Ph "$d" 2>/dev/null | awk -v d="$d" 'NR == 2 { printf "disk: %s free of %s at %s\n", $4, $2, d }'
-  done | sort -u
+    while [ ! -d "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done
+    df -Ph "$d" 2>/dev/null | awk -v d="$d" 'NR == 2 { printf "disk: %s free of %s at %s\n", $4, $2, d }' || true
+  done | sort -u || true
 }
 
 # make check, then what its programs ran: Check's test cases and bats's
@@ -213,8 +226,10 @@ pmix_dlopen_suite() {
 # Stops at its first failed step (the next ones need it); returns 1 then.
 stack_suite() {
   step "README's platform row is this stack" tests/setup/platform-row.sh "$1" &&
-    step "build (-Werror, $(gcc -dumpfullversion 2>/dev/null || echo cc))" scripts/build.sh build &&
-    step "unit and hcg command tests" check_in build &&
+    step "build (-Werror, $(gcc -dumpfullversion 2>/dev/null || echo cc))" scripts/build.sh build ||
+    return 1
+  [ "$suite" = all ] || return 0
+  step "unit and hcg command tests" check_in build &&
     step "tests under valgrind" valgrind_suite &&
     step "Python binding and hcg.torch (contrib/python)" contrib/python/run-tests.sh "$src/build" &&
     step "mypy --strict (hcg, hcg.torch)" contrib/python/typecheck.sh &&
@@ -225,6 +240,10 @@ stack_suite() {
 # runs whatever the one before it gave.
 source_suite() {
   local rc=0
+  # First: a later step's failure must not hide that a new machine would
+  # not get this far.
+  step "a fresh start: test-all's set-up with no cache, no roots, no builds" \
+    tests/setup/fresh-start.sh || rc=1
   step "build with AddressSanitizer + UBSan" scripts/build.sh build-asan \
     CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
     LDFLAGS="-fsanitize=address,undefined" &&
@@ -250,15 +269,18 @@ source_suite() {
 # to its log only; what it did joins the summary when it is done.
 declare -a tier_pids=()
 
-# root_tier_start TIER: the root (made when missing), then the tier's own
-# test-all.sh there; its times and exit statuses in tier-TIER.status.
+# root_tier_start TIER: the root (made when missing) and its packages, on
+# the host's network, then the tier's own test-all.sh there, on a network
+# of its own; its times and exit statuses in tier-TIER.status.
 root_tier_start() {
   local t=$1
   (
     set +e
     t0=$(date +%s)
     bounded "$step_limit" scripts/tier.sh root "$t"
-    root_rc=$? t1=$(date +%s)
+    root_rc=$?
+    [ "$root_rc" -ne 0 ] || bounded "$step_limit" scripts/tier.sh deps "$t" || root_rc=$?
+    t1=$(date +%s)
     run_rc=1
     if [ "$root_rc" -eq 0 ]; then
       bounded "$tier_limit" scripts/tier.sh run "$t"
@@ -275,7 +297,7 @@ root_tier_done() {
   local t=$1 log=$logs/tier-$t.log line root_rc=1 root_s=0 run_rc=1 run_s=0
   read -r root_rc root_s run_rc run_s <"$logs/tier-$t.status" 2>/dev/null || true
   local what
-  what="$t: the root ($(scripts/tier.sh list | awk -v t="$t" '$1 == t { print $2 }'), debootstrap when missing)"
+  what="$t: the root ($(scripts/tier.sh list | awk -v t="$t" '$1 == t { print $2 }'), debootstrap when missing) and its packages"
   if [ "$root_rc" -ne 0 ]; then
     summary+=("FAIL  ${root_s}s  $what (log: $log)")
   else
@@ -331,7 +353,7 @@ if step "dependencies (scripts/deps.sh)" scripts/deps.sh; then
   if [[ " $platforms " == *" $host "* ]]; then
     printf '\n==== %s: this machine\n' "$host"
     prefix="$host: "
-    stack_suite "$host" && source_suite || true
+    if stack_suite "$host" && [ "$suite" = all ]; then source_suite || true; fi
     prefix=
   fi
   [ -z "$roots" ] || printf '\n==== waiting for the tiers in roots:%s\n' "$roots"
@@ -343,7 +365,7 @@ if step "dependencies (scripts/deps.sh)" scripts/deps.sh; then
   # in the Debian 13 root, which its tier has just made and given its
   # packages (skips, saying why, where HCG_PLATFORMS leaves it out or this
   # host is Debian 13).
-  if [[ " $platforms " == *" $host "* ]] && [ -x "$src/build/runtime/hcg" ]; then
+  if [[ " $platforms " == *" $host "* ]] && [ "$suite" = all ] && [ -x "$src/build/runtime/hcg" ]; then
     step "container: this host's Slurm, tasks in the debian13 root, hcg from its wheel" \
       tests/cluster/run.sh "$src/build" tests/cluster/container.bats || true
   fi

@@ -4,20 +4,27 @@
 #   scripts/tier.sh list                 the tiers and which one this host is
 #   scripts/tier.sh root TIER            make TIER's root if it is missing or
 #                                        broken; print its path
+#   scripts/tier.sh deps TIER            copy this tree into TIER's root and
+#                                        install its packages (scripts/deps.sh)
 #   scripts/tier.sh run TIER [CMD...]    copy this tree into TIER's root and
-#                                        run CMD there (default: the tier's
-#                                        suite, scripts/test-all.sh)
-#   scripts/tier.sh shell TIER           a shell in TIER's root, in the copy
+#                                        run CMD there, on a network of its
+#                                        own (default: deps.sh, then the
+#                                        tier's suite, scripts/test-all.sh)
+#   scripts/tier.sh shell TIER           a shell in TIER's root, in the copy,
+#                                        on the host's network
 #   scripts/tier.sh roots                the directory the roots are kept in
+#   scripts/tier.sh mirror               the Debian mirror roots are made from
 #
 # Tiers: debian12 (bookworm), debian13 (trixie), sid. A root is a Debian
-# system made by debootstrap from Debian's registry, kept under HCG_ROOTS
+# system made by debootstrap from the mirror this machine's apt uses
+# (HCG_DEBIAN_MIRROR overrides it), kept under HCG_ROOTS
 # (default /var/cache/hcg/roots) and reused by later runs: it is made again
 # only when it is missing or broken (no stamp, or its /bin/true does not
 # run). The packages hcg needs are installed in it by scripts/deps.sh, the
 # same script a native machine runs.
 #
-# A command runs in private mount and PID namespaces (unshare): the root is
+# A command runs in private mount and PID namespaces (unshare) and, but for
+# deps.sh and the shell, a network namespace of its own: the root is
 # bound onto itself (a mount point, as / is on a booted system), /proc, /sys,
 # /dev, a tmpfs on /run (ip netns needs it) and, when the host has it,
 # /usr/local/cuda (read-only, so every tier builds libhcg against the same
@@ -33,7 +40,6 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 roots=${HCG_ROOTS:-/var/cache/hcg/roots}
-mirror=${HCG_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 die() {
   echo "tier: $*" >&2
@@ -62,6 +68,57 @@ host_tier() {
   esac
 }
 
+# The Debian mirror this machine's apt already uses, as a site with a
+# mirror of its own has it set: the first URI of an enabled "deb" source
+# for a plain suite (bookworm, not bookworm-security or bookworm-updates),
+# from the deb822 .sources files, then the one-line .list files.
+# HCG_DEBIAN_MIRROR, when set, is used instead.
+apt_mirror() {
+  local f etc=${HCG_APT_ETC:-/etc/apt}
+  for f in "$etc"/sources.list.d/*.sources; do
+    if [ -r "$f" ]; then cat "$f" && echo; fi
+  done | awk '
+    BEGIN { RS = "" }
+    {
+      n = split($0, line, "\n"); text = ""
+      for (i = 1; i <= n; i++) {
+        if (line[i] ~ /^#/) continue
+        if (line[i] ~ /^[ \t]/) text = text " " line[i]; else text = text "\n" line[i]
+      }
+      types = suites = uris = ""; enabled = "yes"
+      n = split(text, field, "\n")
+      for (i = 1; i <= n; i++) {
+        k = tolower(field[i]); sub(/:.*/, "", k)
+        v = field[i]; sub(/^[^:]*:[ \t]*/, "", v)
+        if (k == "types") types = " " v " "
+        else if (k == "suites") suites = " " v " "
+        else if (k == "uris") uris = v
+        else if (k == "enabled") enabled = tolower(v)
+      }
+      gsub(/[ \t]+/, " ", types); gsub(/[ \t]+/, " ", suites)
+      if (enabled == "no" || types !~ / deb / || suites !~ / [a-z]+ /) next
+      split(uris, u, /[ \t]+/)
+      if (u[1] ~ /^(https?|ftp|file):/) { print u[1]; exit }
+    }'
+  for f in "$etc"/sources.list "$etc"/sources.list.d/*.list; do
+    if [ -r "$f" ]; then cat "$f"; fi
+  done | sed -e 's/#.*//' -e 's/\[[^]]*\]//' | awk '
+    $1 == "deb" && $2 ~ /^(https?|ftp|file):/ && $3 ~ /^[a-z]+\/?$/ { print $2; exit }'
+}
+
+mirror_of_host() {
+  local m
+  if [ -n "${HCG_DEBIAN_MIRROR:-}" ]; then
+    echo "$HCG_DEBIAN_MIRROR"
+    return
+  fi
+  m=$(apt_mirror | head -n 1) || m=
+  [ -n "$m" ] ||
+    die "no Debian mirror in this machine's apt sources (${HCG_APT_ETC:-/etc/apt}/sources.list.d/*.sources," \
+      "${HCG_APT_ETC:-/etc/apt}/sources.list): set HCG_DEBIAN_MIRROR to one"
+  echo "$m"
+}
+
 # A root counts as made once debootstrap finished and the stamp is
 # written; one whose programs do not run (a half-removed root, a killed
 # dpkg) is made again.
@@ -74,9 +131,10 @@ make_root() { # TIER DIR
   suite=$(suite_of "$tier")
   command -v debootstrap >/dev/null ||
     die "debootstrap is not installed (scripts/deps.sh installs it)"
-  local new=$dir.new
+  local new=$dir.new mirror
+  mirror=$(mirror_of_host)
   rm -rf --one-file-system "$new"
-  echo "tier: making the $tier root ($suite) in $dir with debootstrap" >&2
+  echo "tier: making the $tier root ($suite) in $dir with debootstrap from $mirror" >&2
   # minbase: apt, dpkg and the essential packages, nothing else; the rest
   # comes from scripts/deps.sh, as on a fresh machine.
   if ! debootstrap --variant=minbase --include=ca-certificates \
@@ -147,10 +205,32 @@ ensure_root() { # TIER -> prints the root's path
     make_root "$tier" "$dir"
   fi
   configure_root "$tier" "$dir"
-  # The name lookups of the host (the node's own name, the registry).
-  cp -f /etc/hosts "$dir/etc/hosts"
+  # The host's name lookups (the registry, for deps.sh), but this node's
+  # own name on the loopback: a tier's tests run in a network namespace of
+  # their own, where the host's addresses do not exist.
+  root_hosts >"$dir/etc/hosts"
   cp -f /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
   echo "$dir"
+}
+
+# The host's /etc/hosts with this node's names moved to 127.0.1.1 (Debian's
+# address for them), which is on the loopback in any network namespace.
+root_hosts() {
+  local short full
+  short=$(hostname -s 2>/dev/null || hostname)
+  full=$(hostname -f 2>/dev/null || echo "$short")
+  awk -v a="$short" -v b="$full" '
+    /^[ \t]*(#|$)/ { print; next }
+    {
+      out = $1
+      for (i = 2; i <= NF; i++) if ($i != a && $i != b) out = out " " $i
+      if (out != $1) print out
+    }' /etc/hosts
+  if [ "$full" = "$short" ]; then
+    echo "127.0.1.1 $short"
+  else
+    echo "127.0.1.1 $full $short"
+  fi
 }
 
 sync_tree() { # ROOT DEST
@@ -162,10 +242,16 @@ sync_tree() { # ROOT DEST
   rsync -a --delete --filter=':- .gitignore' --exclude=/.git "$src/" "$dest/"
 }
 
-# Runs CMD in ROOT, in DIR, in new mount and PID namespaces.
-enter() { # ROOT DIR CMD...
-  local root=$1 dir=$2
-  shift 2
+# Runs CMD in ROOT, in DIR, in new mount and PID namespaces and, with NET
+# "own", a network namespace of its own with only the loopback up, so that
+# no port, abstract socket or network device of one tier can be taken or
+# seen by another, nor by the host's tier ("host": the host's network, for
+# apt).
+enter() { # NET ROOT DIR CMD...
+  local net=$1 root=$2 dir=$3
+  shift 3
+  local -a netns=()
+  [ "$net" = own ] && netns=(--net)
   local -a envs=(HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}"
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
     HCG_TIER="$tier")
@@ -189,11 +275,12 @@ enter() { # ROOT DIR CMD...
   # --kill-child: when unshare goes (a step's time limit), the namespace's
   # first process gets SIGKILL, and with it every process of the tier.
   # shellcheck disable=SC2016 # expanded by the inner shell
-  unshare --mount --pid --fork --kill-child --propagation private -- \
+  unshare --mount --pid "${netns[@]}" --fork --kill-child --propagation private -- \
     /bin/bash -c '
       set -e
-      root=$1 dir=$2 cuda=$3
-      shift 3
+      root=$1 dir=$2 cuda=$3 net=$4
+      shift 4
+      if [ "$net" = own ]; then ip link set lo up; fi
       # The root a mount point of its own, as / is on a booted system:
       # unshare --mount (the second node of the cluster tests) changes the
       # propagation of /, which fails where / is a plain directory.
@@ -210,7 +297,7 @@ enter() { # ROOT DIR CMD...
       fi
       chroot "$root" /sbin/ldconfig
       exec chroot "$root" /usr/bin/env -i "$@"
-    ' tier "$root" "$dir" "$cuda" "${envs[@]}" /bin/bash -c 'cd "$0" && exec "$@"' "$dir" "$@"
+    ' tier "$root" "$dir" "$cuda" "$net" "${envs[@]}" /bin/bash -c 'cd "$0" && exec "$@"' "$dir" "$@"
 }
 
 tier=
@@ -228,11 +315,14 @@ list)
 roots)
   echo "$roots"
   ;;
+mirror)
+  mirror_of_host
+  ;;
 root)
   tier=${2:?usage: tier.sh root TIER}
   ensure_root "$tier"
   ;;
-run | shell)
+run | shell | deps)
   tier=${2:?usage: tier.sh $cmd TIER [CMD...]}
   shift 2
   root=$(ensure_root "$tier")
@@ -245,15 +335,19 @@ run | shell)
     "wait for it, or give this one its own copy with HCG_TIER_SRC=/hcg/NAME"
   sync_tree "$root" "$dir"
   if [ "$cmd" = shell ]; then
-    enter "$root" "$dir" /bin/bash -i
+    enter host "$root" "$dir" /bin/bash -i
+  elif [ "$cmd" = deps ]; then
+    enter host "$root" "$dir" scripts/deps.sh
   elif [ $# -eq 0 ]; then
-    enter "$root" "$dir" scripts/test-all.sh
+    # The packages first, on the host's network; then the suite on its own.
+    enter host "$root" "$dir" scripts/deps.sh
+    enter own "$root" "$dir" scripts/test-all.sh
   else
-    enter "$root" "$dir" "$@"
+    enter own "$root" "$dir" "$@"
   fi
   ;;
 *)
-  echo "usage: tier.sh list | roots | root TIER | run TIER [CMD...] | shell TIER" >&2
+  echo "usage: tier.sh list | roots | mirror | root TIER | deps TIER | run TIER [CMD...] | shell TIER" >&2
   exit 2
   ;;
 esac

@@ -227,17 +227,23 @@ class JobStore(unittest.TestCase):
             c.set("k", b"v")
 
     def test_no_server(self) -> None:
-        self.server.close()
-        with self.assertRaises(hcg.HcgRuntimeError) as cm:
-            self.client(0.5)
-        self.assertIn("cannot reach hcg.torch's store at 127.0.0.1:%d" % self.port,
-                      str(cm.exception))
-        # Refused for 10 s: gone, said long before a 300 s timeout.
-        start = time.monotonic()
-        with self.assertRaises(hcg.HcgRuntimeError) as cm:
-            self.client(300)
-        self.assertLess(time.monotonic() - start, 30)
-        self.assertIn("connection refused for 10", str(cm.exception))
+        # A port this test holds, bound and never listening, so that every
+        # connection to it is refused: a port freed by closing a server
+        # could be taken by any other process meanwhile (another test, a
+        # tier beside this one), and the test would see a stranger.
+        with socket.socket() as held:
+            held.bind(("127.0.0.1", 0))
+            port = held.getsockname()[1]
+            with self.assertRaises(hcg.HcgRuntimeError) as cm:
+                self.store.client("127.0.0.1", port, SECRET, _timeout(0.5))
+            self.assertIn("cannot reach hcg.torch's store at 127.0.0.1:%d" % port,
+                          str(cm.exception))
+            # Refused for 10 s: gone, said long before a 300 s timeout.
+            start = time.monotonic()
+            with self.assertRaises(hcg.HcgRuntimeError) as cm:
+                self.store.client("127.0.0.1", port, SECRET, _timeout(300))
+            self.assertLess(time.monotonic() - start, 30)
+            self.assertIn("connection refused for 10", str(cm.exception))
 
 
 @unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
