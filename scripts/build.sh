@@ -14,9 +14,12 @@ if [ ! -x configure ] || [ configure.ac -nt configure ] ||
 fi
 mkdir -p "$dir"
 cd "$dir"
+# The stamp is written once configure succeeded: a configure that was
+# interrupted (or failed) leaves none, and the next run configures again.
 stamp=.hcg-configure-args
-if [ ! -f Makefile ] || [ "$(cat $stamp 2>/dev/null)" != "$*" ] ||
+if [ ! -f Makefile ] || [ ! -f $stamp ] || [ "$(cat $stamp)" != "$*" ] ||
    [ config.status -ot "$src/configure" ]; then
+  rm -f $stamp
   "$src/configure" "$@"
   printf '%s' "$*" > $stamp
 fi

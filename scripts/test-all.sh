@@ -85,7 +85,11 @@ bounded() {
       kill_tree "$pid"
   ) &
   local dog=$!
+  # The command runs with SIGINT ignored (a background job's lot): an
+  # interrupted run stops it here rather than leave it running on.
+  trap 'kill_tree "$pid"; kill_tree "$dog"; exit 130' INT TERM HUP
   wait "$pid" || rc=$?
+  trap - INT TERM HUP
   kill_tree "$dog"
   wait "$dog" 2>/dev/null || true
   return "$rc"
@@ -244,6 +248,8 @@ source_suite() {
   # not get this far.
   step "a fresh start: test-all's set-up with no cache, no roots, no builds" \
     tests/setup/fresh-start.sh || rc=1
+  step "tier.sh: the Debian mirror from apt's sources, a root cache not made yet" \
+    bats tests/setup/tier.bats || rc=1
   step "build with AddressSanitizer + UBSan" scripts/build.sh build-asan \
     CFLAGS="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
     LDFLAGS="-fsanitize=address,undefined" &&
@@ -268,6 +274,18 @@ source_suite() {
 # daemons), and CI has 45 minutes for all of them. Each one's output goes
 # to its log only; what it did joins the summary when it is done.
 declare -a tier_pids=()
+
+# An interrupted run (^C, a CI limit) stops its tiers too: the shell starts
+# them with SIGINT ignored, as it does every background job, and one left
+# running would hold its root's copy, and the next run would be refused it.
+stop_tiers() {
+  local p
+  for p in "${tier_pids[@]}"; do
+    kill_tree "$p"
+  done
+}
+trap stop_tiers EXIT
+trap 'echo "test-all: interrupted" >&2; exit 130' INT TERM HUP
 
 # root_tier_start TIER: the root (made when missing) and its packages, on
 # the host's network, then the tier's own test-all.sh there, on a network
@@ -324,7 +342,9 @@ root_tier_done() {
 : >"$logs/skips"
 if [ -n "$inner" ]; then
   # Inside a root (scripts/tier.sh run): this tier's stack suite only.
-  step "dependencies (scripts/deps.sh)" scripts/deps.sh && stack_suite "$inner"
+  # `if`, not `&&`: under set -e a failed stack_suite would end the run
+  # here, and the summary the host reads this tier's steps from with it.
+  if step "dependencies (scripts/deps.sh)" scripts/deps.sh; then stack_suite "$inner" || true; fi
   print_summary
   exit "$failed"
 fi

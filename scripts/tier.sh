@@ -19,14 +19,16 @@
 # system made by debootstrap from the mirror this machine's apt uses
 # (HCG_DEBIAN_MIRROR overrides it), kept under HCG_ROOTS
 # (default /var/cache/hcg/roots) and reused by later runs: it is made again
-# only when it is missing or broken (no stamp, or its /bin/true does not
-# run). The packages hcg needs are installed in it by scripts/deps.sh, the
-# same script a native machine runs.
+# when it is missing or broken (no stamp, or its /bin/true does not run),
+# when scripts/deps.sh changed since, or after a shell in it. The packages
+# hcg needs are installed in it by scripts/deps.sh, the same script a
+# native machine runs: a root holds nothing else.
 #
-# A command runs in private mount and PID namespaces (unshare) and, but for
-# deps.sh and the shell, a network namespace of its own: the root is
+# A command runs in private mount, PID and IPC namespaces (unshare) and,
+# but for deps.sh and the shell, a network namespace of its own: the root is
 # bound onto itself (a mount point, as / is on a booted system), /proc, /sys,
-# /dev, a tmpfs on /run (ip netns needs it) and, when the host has it,
+# /dev with a /dev/shm of its own, a tmpfs on /run (ip netns needs it) and,
+# when the host has it,
 # /usr/local/cuda (read-only, so every tier builds libhcg against the same
 # NCCL) are mounted for it alone, and when it ends every process it started
 # ends with it, and so do the mounts. Nothing is ever mounted in the host's
@@ -74,8 +76,8 @@ host_tier() {
 # from the deb822 .sources files, then the one-line .list files.
 # HCG_DEBIAN_MIRROR, when set, is used instead.
 apt_mirror() {
-  local f etc=${HCG_APT_ETC:-/etc/apt}
-  for f in "$etc"/sources.list.d/*.sources; do
+  local f etc=${HCG_APT_ETC:-/etc/apt} m
+  m=$(for f in "$etc"/sources.list.d/*.sources; do
     if [ -r "$f" ]; then cat "$f" && echo; fi
   done | awk '
     BEGIN { RS = "" }
@@ -98,12 +100,13 @@ apt_mirror() {
       gsub(/[ \t]+/, " ", types); gsub(/[ \t]+/, " ", suites)
       if (enabled == "no" || types !~ / deb / || suites !~ / [a-z]+ /) next
       split(uris, u, /[ \t]+/)
-      if (u[1] ~ /^(https?|ftp|file):/) { print u[1]; exit }
-    }'
-  for f in "$etc"/sources.list "$etc"/sources.list.d/*.list; do
+      if (u[1] ~ /^(https?|ftp|file):/ && !found++) print u[1]
+    }')
+  [ -n "$m" ] || m=$(for f in "$etc"/sources.list "$etc"/sources.list.d/*.list; do
     if [ -r "$f" ]; then cat "$f"; fi
   done | sed -e 's/#.*//' -e 's/\[[^]]*\]//' | awk '
-    $1 == "deb" && $2 ~ /^(https?|ftp|file):/ && $3 ~ /^[a-z]+\/?$/ { print $2; exit }'
+    $1 == "deb" && $2 ~ /^(https?|ftp|file):/ && $3 ~ /^[a-z]+\/?$/ && !found++ { print $2 }')
+  echo "$m"
 }
 
 mirror_of_host() {
@@ -112,18 +115,36 @@ mirror_of_host() {
     echo "$HCG_DEBIAN_MIRROR"
     return
   fi
-  m=$(apt_mirror | head -n 1) || m=
+  m=$(apt_mirror) || m=
   [ -n "$m" ] ||
     die "no Debian mirror in this machine's apt sources (${HCG_APT_ETC:-/etc/apt}/sources.list.d/*.sources," \
       "${HCG_APT_ETC:-/etc/apt}/sources.list): set HCG_DEBIAN_MIRROR to one"
   echo "$m"
 }
 
-# A root counts as made once debootstrap finished and the stamp is
-# written; one whose programs do not run (a half-removed root, a killed
-# dpkg) is made again.
+# Which scripts/deps.sh a root was made for: a root must hold only what
+# debootstrap and the current deps.sh put there, as a new machine would,
+# or a package dropped from deps.sh (or installed by hand) would go unseen.
+deps_id() {
+  sha256sum "$src/scripts/deps.sh" | cut -c1-16
+}
+
+# Why ROOT must be made (again), or nothing when it is fine. A root counts
+# as made once debootstrap finished and the stamp is written.
+root_stale() { # ROOT
+  if [ ! -f "$1/etc/hcg-tier" ]; then
+    [ -e "$1" ] && echo "has no stamp (its debootstrap did not finish)"
+  elif ! chroot "$1" /bin/true 2>/dev/null; then
+    echo "does not run (half removed, or a killed dpkg)"
+  elif [ "$(sed -n 's/.* deps=//p' "$1/etc/hcg-tier")" != "$(deps_id)" ]; then
+    echo "was made for another scripts/deps.sh"
+  elif [ -e "$1/etc/hcg-tier-by-hand" ]; then
+    echo "was changed by hand (tier.sh shell)"
+  fi
+}
+
 root_ok() {
-  [ -f "$1/etc/hcg-tier" ] && chroot "$1" /bin/true 2>/dev/null
+  [ -f "$1/etc/hcg-tier" ] && [ -z "$(root_stale "$1")" ]
 }
 
 make_root() { # TIER DIR
@@ -143,7 +164,7 @@ make_root() { # TIER DIR
     rm -rf --one-file-system "$new"
     die "debootstrap $suite failed (log: $dir.debootstrap.log)"
   fi
-  echo "$tier $suite $(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$new/etc/hcg-tier"
+  echo "$tier $suite $(date -u +%Y-%m-%dT%H:%M:%SZ) deps=$(deps_id)" >"$new/etc/hcg-tier"
   rm -rf --one-file-system "$dir"
   mv "$new" "$dir"
 }
@@ -199,7 +220,9 @@ ensure_root() { # TIER -> prints the root's path
   exec 9>"$roots/$tier.lock"
   flock -w 1800 9 || die "$roots/$tier.lock is held by another run"
   if ! root_ok "$dir"; then
-    [ -e "$dir" ] && echo "tier: the $tier root in $dir is broken: making it again" >&2
+    local why
+    why=$(root_stale "$dir")
+    [ -z "$why" ] || echo "tier: the $tier root in $dir $why: making it again" >&2
     rm -rf --one-file-system "$dir" "$dir.new"
     need_space "$roots"
     make_root "$tier" "$dir"
@@ -242,11 +265,11 @@ sync_tree() { # ROOT DEST
   rsync -a --delete --filter=':- .gitignore' --exclude=/.git "$src/" "$dest/"
 }
 
-# Runs CMD in ROOT, in DIR, in new mount and PID namespaces and, with NET
-# "own", a network namespace of its own with only the loopback up, so that
-# no port, abstract socket or network device of one tier can be taken or
-# seen by another, nor by the host's tier ("host": the host's network, for
-# apt).
+# Runs CMD in ROOT, in DIR, in new mount, PID and IPC namespaces, with a
+# /dev/shm of its own and, with NET "own", a network namespace of its own
+# with only the loopback up, so that no port, abstract socket, shared
+# memory segment or network device of one tier can be taken or seen by
+# another, nor by the host's tier ("host": the host's network, for apt).
 enter() { # NET ROOT DIR CMD...
   local net=$1 root=$2 dir=$3
   shift 3
@@ -275,12 +298,20 @@ enter() { # NET ROOT DIR CMD...
   # --kill-child: when unshare goes (a step's time limit), the namespace's
   # first process gets SIGKILL, and with it every process of the tier.
   # shellcheck disable=SC2016 # expanded by the inner shell
-  unshare --mount --pid "${netns[@]}" --fork --kill-child --propagation private -- \
+  unshare --mount --pid --ipc "${netns[@]}" --fork --kill-child --propagation private -- \
     /bin/bash -c '
       set -e
       root=$1 dir=$2 cuda=$3 net=$4
       shift 4
-      if [ "$net" = own ]; then ip link set lo up; fi
+      # 127.0.1.1, the node'"'"'s name in the root'"'"'s /etc/hosts, as an address
+      # of its own: Slurm'"'"'s daemons find the address to listen on with
+      # AI_ADDRCONFIG, which glibc answers with nothing on a network whose
+      # only addresses are 127.0.0.1 and ::1 (slurmctld: "Unable to
+      # resolve (null)").
+      if [ "$net" = own ]; then
+        ip link set lo up
+        ip addr add 127.0.1.1/8 dev lo
+      fi
       # The root a mount point of its own, as / is on a booted system:
       # unshare --mount (the second node of the cluster tests) changes the
       # propagation of /, which fails where / is a plain directory.
@@ -288,6 +319,10 @@ enter() { # NET ROOT DIR CMD...
       mount -t proc proc "$root/proc"
       mount --rbind /sys "$root/sys"
       mount --rbind /dev "$root/dev"
+      # Its own /dev/shm (and, with --ipc, message queues and System V
+      # IPC): every tier'"'"'s private cluster numbers its jobs from 1, so the
+      # names PMIx and Slurm derive from job ids repeat from tier to tier.
+      mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/dev/shm"
       mount -t tmpfs -o mode=755 tmpfs "$root/run"
       mkdir -p "$root/run/lock"
       if [ -n "$cuda" ]; then
@@ -335,6 +370,10 @@ run | shell | deps)
     "wait for it, or give this one its own copy with HCG_TIER_SRC=/hcg/NAME"
   sync_tree "$root" "$dir"
   if [ "$cmd" = shell ]; then
+    # What a person does there is no new machine's: the next run that
+    # needs this root makes it again.
+    : >"$root/etc/hcg-tier-by-hand"
+    echo "tier: $root will be made again before its next run (changed by hand)" >&2
     enter host "$root" "$dir" /bin/bash -i
   elif [ "$cmd" = deps ]; then
     enter host "$root" "$dir" scripts/deps.sh
