@@ -132,8 +132,10 @@ deps_id() {
 # Why ROOT must be made (again), or nothing when it is fine. A root counts
 # as made once debootstrap finished and the stamp is written.
 root_stale() { # ROOT
-  if [ ! -f "$1/etc/hcg-tier" ]; then
-    [ -e "$1" ] && echo "has no stamp (its debootstrap did not finish)"
+  if [ ! -e "$1" ]; then
+    return 0 # not made yet: nothing to say
+  elif [ ! -f "$1/etc/hcg-tier" ]; then
+    echo "has no stamp (its debootstrap did not finish)"
   elif ! chroot "$1" /bin/true 2>/dev/null; then
     echo "does not run (half removed, or a killed dpkg)"
   elif [ "$(sed -n 's/.* deps=//p' "$1/etc/hcg-tier")" != "$(deps_id)" ]; then

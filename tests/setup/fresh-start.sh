@@ -1,9 +1,11 @@
 #!/bin/bash
 # fresh-start.sh - the start of scripts/test-all.sh as a new machine meets
 # it: a copy of the tree as a fresh clone has it (no build directories), a
-# root cache (HCG_ROOTS) whose directory and parents do not exist, and the
+# root cache (HCG_ROOTS) whose directory and parents do not exist, the
 # suite's set-up on this machine's tier (HCG_SUITE=start: disk report,
-# packages, platform row, build). CI runs where earlier runs left their
+# packages, platform row, build), and another tier's root made in that
+# cache up to debootstrap (which is given no mirror, so as to cost
+# nothing). CI runs where earlier runs left their
 # caches, which once hid a run that ended in its first second on a new
 # machine; this step fails the same way that run did.
 #
@@ -49,3 +51,23 @@ grep -q "^disk: .* at $tmp$" "$tmp/out" ||
 [ ! -e "$tmp/no-cache" ] ||
   fail "the set-up of $host alone made $tmp/no-cache (only a root tier needs it)"
 echo "fresh-start: test-all.sh got past its set-up in a fresh copy with no root cache"
+
+# A root tier's start in the same cache, up to debootstrap, from a mirror
+# that is not there (file:, nothing fetched): everything tier.sh does
+# before it (the cache's directories, its lock, the check of a root that
+# does not exist, the space, the mirror) must run, and debootstrap's
+# failure must be the one reported, with nothing half-made left.
+other=$("$tmp/src/scripts/tier.sh" list | awk '!/\(this host\)/ { print $1; exit }')
+suite=$("$tmp/src/scripts/tier.sh" list | awk -v t="$other" '$1 == t { print $2 }')
+rc=0
+HCG_ROOTS=$roots HCG_DEBIAN_MIRROR=file://$tmp/no-mirror \
+  timeout 300 "$tmp/src/scripts/tier.sh" root "$other" >"$tmp/root.out" 2>&1 || rc=$?
+sed 's/^/  | /' "$tmp/root.out"
+[ "$rc" -eq 1 ] || fail "tier.sh root $other exited $rc, not 1, from a mirror that is not there"
+grep -q "making the $other root ($suite) in $roots/$other" "$tmp/root.out" ||
+  fail "tier.sh root $other stopped before debootstrap in a cache that did not exist (output above)"
+grep -q "debootstrap $suite failed" "$tmp/root.out" ||
+  fail "tier.sh root $other did not report debootstrap's failure (output above)"
+[ ! -e "$roots/$other" ] && [ ! -e "$roots/$other.new" ] ||
+  fail "a failed debootstrap left $roots/$other or $roots/$other.new behind"
+echo "fresh-start: tier.sh got to debootstrap for $other in a root cache that did not exist"
