@@ -27,7 +27,7 @@
 # Safe to run twice; builds go to build/, build-asan/, build-dl/ in the
 # source tree (in a root: in the root's copy of it). Nothing it caches need
 # exist: no /var/cache/hcg, no roots, no builds (a step proves it, below).
-# HCG_SUITE=start runs only the set-up: packages, roots, builds.
+# HCG_SUITE=start runs only the set-up: packages, roots and theirs.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src"
@@ -37,8 +37,9 @@ tiers_all="debian12 debian13 sid"
 platforms=${HCG_PLATFORMS:-$tiers_all}
 # Set by scripts/tier.sh: this run is one tier, inside its root.
 inner=${HCG_TIER:-}
-# HCG_SUITE=start: only the start of every tier (its packages, root and
-# build), as a new machine's first minutes run it; tests/setup/fresh-start.sh.
+# HCG_SUITE=start: only the start of every tier, what depends on what the
+# machine has (its packages, its root and the root's packages), as a new
+# machine's first minutes run it; tests/setup/fresh-start.sh.
 suite=${HCG_SUITE:-all}
 case $suite in all | start) ;; *)
   echo "test-all: HCG_SUITE is 'all' or 'start', got '$suite'" >&2
@@ -229,11 +230,10 @@ pmix_dlopen_suite() {
 # The suite every tier runs, on its own stack: stack_suite TIER.
 # Stops at its first failed step (the next ones need it); returns 1 then.
 stack_suite() {
-  step "README's platform row is this stack" tests/setup/platform-row.sh "$1" &&
-    step "build (-Werror, $(gcc -dumpfullversion 2>/dev/null || echo cc))" scripts/build.sh build ||
-    return 1
+  step "README's platform row is this stack" tests/setup/platform-row.sh "$1" || return 1
   [ "$suite" = all ] || return 0
-  step "unit and hcg command tests" check_in build &&
+  step "build (-Werror, $(gcc -dumpfullversion 2>/dev/null || echo cc))" scripts/build.sh build &&
+    step "unit and hcg command tests" check_in build &&
     step "tests under valgrind" valgrind_suite &&
     step "Python binding and hcg.torch (contrib/python)" contrib/python/run-tests.sh "$src/build" &&
     step "mypy --strict (hcg, hcg.torch)" contrib/python/typecheck.sh &&
