@@ -9,7 +9,7 @@
 # in the image (5.0.7) talks to this host's PMIx server (Debian 12: 4.2).
 #
 # Not in run.sh's default list: the root must exist and have its packages
-# (scripts/tier.sh run debian13 scripts/deps.sh), so scripts/test-all.sh
+# (scripts/tier.sh deps debian13), so scripts/test-all.sh
 # runs this file after the tiers. Run alone:
 #   tests/cluster/run.sh BUILD_DIR tests/cluster/container.bats
 # Every srun is bounded by `timeout`.
@@ -35,7 +35,7 @@ why_not() {
     echo "this host is Debian 13 itself: the image would be no other userland" && return
   fi
   if ! chroot "$ROOT13" /usr/bin/python3 -c 'import ensurepip, pip, torch' > /dev/null 2>&1; then
-    echo "the Debian 13 root lacks python3-venv, python3-pip or python3-torch (scripts/tier.sh run debian13 scripts/deps.sh)" && return
+    echo "the Debian 13 root lacks python3-venv, python3-pip or python3-torch (scripts/tier.sh deps debian13)" && return
   fi
   [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import setuptools, wheel, pip' > /dev/null 2>&1 ||
     echo "this host lacks python3-setuptools, python3-wheel or python3-pip (scripts/deps.sh)"

@@ -36,6 +36,18 @@ def _timeout(seconds: float) -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
 
 
+def _stops_listening(port: int, seconds: float) -> bool:
+    """Whether 127.0.0.1:port refuses connections within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 @unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
 class JobStore(unittest.TestCase):
     """One server, its clients and outsiders, in this process."""
@@ -160,14 +172,7 @@ class JobStore(unittest.TestCase):
         out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
                              timeout=60, check=True).stdout.decode()
         port = int(out.split()[0])
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            except OSError:
-                break
-            time.sleep(0.05)
-        else:
+        if not _stops_listening(port, 10):
             self.fail("the store still listens after its process died")
 
     def test_a_process_that_does_not_start(self) -> None:
@@ -703,14 +708,7 @@ class StoreUnderLoad(unittest.TestCase):
                              timeout=60, check=True).stdout.decode()
         port, child = map(int, out.split()[:2])
         try:
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                except OSError:
-                    break
-                time.sleep(0.05)
-            else:
+            if not _stops_listening(port, 5):
                 self.fail("the store still listens after rank 0 died")
         finally:
             try:

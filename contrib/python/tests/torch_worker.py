@@ -228,17 +228,8 @@ def check_peer_fails(rank: int, world: int, _arg: str) -> dict:
 
     if rank == 0:
         time.sleep(4)
-    start = time.monotonic()
-    try:
-        ht.new_collection(hcg.Layout("tp=2,dp=*", world),
-                          timeout=1 if rank == 1 else 60)
-        return {"error": None}
-    except hcg.PeerError as exc:
-        return {"error": "%s: %s" % (exc.name, exc.message), "peer": exc.rank,
-                "seconds": time.monotonic() - start}
-    except hcg.HcgError as exc:
-        return {"error": "%s: %s" % (exc.name, exc.message), "peer": None,
-                "seconds": time.monotonic() - start}
+    return _how_it_failed(lambda: ht.new_collection(hcg.Layout("tp=2,dp=*", world),
+                                                    timeout=1 if rank == 1 else 60))
 
 
 def check_node_local(rank: int, world: int, _arg: str) -> dict:
@@ -534,7 +525,6 @@ def check_step_fails(rank: int, world: int, where: str) -> dict:
     before a group's collective (where='client': getting its store client,
     so that it must reach the store another way to tell; 'meet': at the
     meeting itself). The others, with 60 s, must learn it at once."""
-    import time
     import hcg.torch as ht
     from hcg.torch import _meet, groups
 
@@ -544,9 +534,18 @@ def check_step_fails(rank: int, world: int, where: str) -> dict:
                 "_take_client", ZeroDivisionError("division by zero"))
         else:
             _meet.meet = _fail_with("meet", RuntimeError("injected before the meeting"))
+    return _how_it_failed(
+        lambda: ht.new_collection(hcg.Layout("tp=%d" % world, world), timeout=60))
+
+
+def _how_it_failed(step) -> dict:
+    """Runs ``step``: what hcg raised (a peer's failure names the peer)
+    and after how many seconds, or no error."""
+    import time
+
     start = time.monotonic()
     try:
-        ht.new_collection(hcg.Layout("tp=%d" % world, world), timeout=60)
+        step()
         return {"error": None}
     except hcg.PeerError as exc:
         return {"error": "%s: %s" % (exc.name, exc.message), "peer": exc.rank,
@@ -573,17 +572,9 @@ def check_init_meet_fails(rank: int, world: int, _arg: str) -> dict:
     if rank == 1:
         _meet.meet = _fail_with("meet", ZeroDivisionError("division by zero"))
     t = datetime.timedelta(seconds=60)
-    start = time.monotonic()
-    try:
-        rendezvous._default_group(dist, task, "gloo", t, None, STORE[0],
-                                  "127.0.0.1", 0, start + 60)
-        return {"error": None}
-    except hcg.PeerError as exc:
-        return {"error": "%s: %s" % (exc.name, exc.message), "peer": exc.rank,
-                "seconds": time.monotonic() - start}
-    except hcg.HcgError as exc:
-        return {"error": "%s: %s" % (exc.name, exc.message), "peer": None,
-                "kind": type(exc).__name__, "seconds": time.monotonic() - start}
+    return _how_it_failed(
+        lambda: rendezvous._default_group(dist, task, "gloo", t, None, STORE[0],
+                                          "127.0.0.1", 0, time.monotonic() + 60))
 
 
 #: Scenarios that start no default group themselves.
