@@ -167,7 +167,7 @@ disk_left() {
   local d
   for d in "$src" "$(scripts/tier.sh roots 2>/dev/null || echo /var/cache)"; do
     while [ ! -d "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done
-    df -Ph "$d" 2>/dev/null | awk -v d="$d" 'NR == 2 { printf "disk: %s free of %s at %s\n", $4, $2, d }' || true
+    df -Ph "$d" 2>/dev/null | awk -v d="$d" 'NR == 2 { printf "disk: %s free of %s at %s\n", $4, $2, d }'
   done | sort -u || true
 }
 

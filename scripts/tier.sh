@@ -146,7 +146,7 @@ root_stale() { # ROOT
 }
 
 root_ok() {
-  [ -f "$1/etc/hcg-tier" ] && [ -z "$(root_stale "$1")" ]
+  [ -e "$1" ] && [ -z "$(root_stale "$1")" ]
 }
 
 make_root() { # TIER DIR
@@ -221,9 +221,9 @@ ensure_root() { # TIER -> prints the root's path
   # One maker at a time per root; a second run waits for the first.
   exec 9>"$roots/$tier.lock"
   flock -w 1800 9 || die "$roots/$tier.lock is held by another run"
-  if ! root_ok "$dir"; then
-    local why
-    why=$(root_stale "$dir")
+  local why
+  why=$(root_stale "$dir")
+  if [ ! -e "$dir" ] || [ -n "$why" ]; then
     [ -z "$why" ] || echo "tier: the $tier root in $dir $why: making it again" >&2
     rm -rf --one-file-system "$dir" "$dir.new"
     need_space "$roots"
