@@ -68,3 +68,6 @@ echo "mesh: pp x dp x cp x tp; hcg_s: hcg.torch.device_mesh; torch_s: init_devic
 echo "ratio: torch_s / hcg_s. Each time is the slowest rank's, the median of RUNS runs,"
 echo "the two ways interleaved. parts: meet = the members' meetings at the store, make ="
 echo "torch's group construction (gloo's connections), new_group = init_device_mesh's calls."
+echo "On gloo expect a ratio near 1.0x: each rank connects the same groups either way (its"
+echo "own, one per mesh dim); init_device_mesh's extra new_group calls, where the rank is no"
+echo "member, return at once (doc/torch.md, Benchmark)."

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import datetime
 import os
+import resource
+import selectors
+import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 import unittest
-from typing import Any
+from typing import Any, Dict, List, Tuple, cast
 
 import hcg
 
@@ -30,6 +34,18 @@ SECRET = os.urandom(16)
 
 def _timeout(seconds: float) -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
+
+
+def _stops_listening(port: int, seconds: float) -> bool:
+    """Whether 127.0.0.1:port refuses connections within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 @unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
@@ -156,14 +172,7 @@ class JobStore(unittest.TestCase):
         out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
                              timeout=60, check=True).stdout.decode()
         port = int(out.split()[0])
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            except OSError:
-                break
-            time.sleep(0.05)
-        else:
+        if not _stops_listening(port, 10):
             self.fail("the store still listens after its process died")
 
     def test_a_process_that_does_not_start(self) -> None:
@@ -244,6 +253,494 @@ class JobStore(unittest.TestCase):
                 self.store.client("127.0.0.1", port, SECRET, _timeout(300))
             self.assertLess(time.monotonic() - start, 30)
             self.assertIn("connection refused for 10", str(cm.exception))
+
+    def test_a_request_over_the_limit_is_refused_by_the_client(self) -> None:
+        from hcg.torch import _store_server as proto
+
+        c = self.client()
+        with self.assertRaises(hcg.HcgValueError) as cm:
+            c.set("big", b"x" * (2 << 20))
+        self.assertIn("at most %d" % proto.MAX_REQUEST, str(cm.exception))
+        c.set("k", b"v")  # the connection stays
+        self.assertEqual(c.get("k"), b"v")
+
+    def test_waits_of_25_days_and_more(self) -> None:
+        # A deadline past epoll's 2**31 ms used to kill the server once the
+        # key was set; timedelta.max is clamped on both sides.
+        c, other = self.client(), self.client()
+        threading.Timer(0.2, lambda: other.set("k", b"v")).start()
+        c.wait(["k"], datetime.timedelta(days=25))
+        time.sleep(1.2)
+        self.assertEqual(other.get("k"), b"v")
+        threading.Timer(0.2, lambda: other.set("k2", b"v")).start()
+        c.wait(["k2"], datetime.timedelta.max)
+        self.assertEqual(c.num_keys(), 2)
+
+
+def _exact(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionResetError("closed after %d of %d bytes" % (len(data), n))
+        data += chunk
+    return data
+
+
+def _reply(sock: socket.socket) -> Tuple[int, List[bytes]]:
+    from hcg.torch import _store_server as proto
+
+    (n,) = struct.unpack(">I", _exact(sock, 4))
+    return proto.fields(_exact(sock, n))
+
+
+def _request(sock: socket.socket, op: int, fields: List[bytes]) -> Tuple[int, List[bytes]]:
+    from hcg.torch import _store_server as proto
+
+    sock.sendall(proto.frame(op, fields))
+    return _reply(sock)
+
+
+def _files(n: int) -> None:
+    """Raises this process's soft limit on open files to at least n (its
+    own, for the connections a test opens), or skips the test."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < n:
+        if hard != resource.RLIM_INFINITY and hard < n:
+            raise unittest.SkipTest("needs %d open files, the hard limit is %d" % (n, hard))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard))
+
+
+def _status(pid: int, field: str) -> int:
+    """A number of /proc/PID/status (VmRSS: kB)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def _cpu_s(pid: int) -> float:
+    """User and system CPU time of a process so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _silent(port: int, n: int) -> List[socket.socket]:
+    """n connections that never say a word (connected or still in the
+    server's backlog)."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        socks.append(s)
+    return socks
+
+
+#: What the server process may hold in memory while the tests below try
+#: to make it grow: its own start is about 10 MB, and every bound of
+#: _store_server.py together (8 MiB stored here, a request and an answer
+#: per connection) stays well under this.
+RSS_BOUND_KB = 64 * 1024
+
+
+@unittest.skipUnless(sys.platform.startswith("linux"), "reads /proc")
+class StoreUnderLoad(unittest.TestCase):
+    """The findings of issue 29 (item 2): whatever peers do, the server
+    lives, admits the job's ranks and stays within its bounds. Standard
+    library only on both sides (hcg's client's handshake, raw frames):
+    these run without torch too."""
+
+    MAX_STORED = 8 << 20
+
+    def setUp(self) -> None:
+        from hcg.torch import _store_server as proto, store
+
+        self.proto = proto
+        self.store = store
+        self.server = store.Server("127.0.0.1", SECRET, max_stored=self.MAX_STORED)
+        self.port = self.server.port
+        self.socks: List[socket.socket] = []
+
+    def tearDown(self) -> None:
+        for s in self.socks:
+            s.close()
+        self.server.close()
+
+    def proven(self, timeout_s: float = 20) -> socket.socket:
+        sock = self.store._connect("127.0.0.1", self.port, SECRET, timeout_s)
+        self.socks.append(sock)
+        return sock
+
+    def stats(self) -> Dict[str, int]:
+        status, out = _request(self.proven(), self.proto.STATS, [])
+        self.assertEqual(status, self.proto.OK)
+        return {k.decode(): int(v) for k, v in (f.split(b"=") for f in out)}
+
+    def assert_serving(self) -> None:
+        self.assertIsNone(self.server._proc.poll(), "the store's process died")
+        sock = self.proven()
+        self.assertEqual(_request(sock, self.proto.SET, [b"alive", b"1"])[0], self.proto.OK)
+        self.assertEqual(_request(sock, self.proto.GET, [b"1000", b"alive"]),
+                         (self.proto.OK, [b"1"]))
+
+    # -- finding 1: descriptors --------------------------------------------
+
+    def test_soft_limit_on_files_raised_to_hard(self) -> None:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 1024:
+            self.skipTest("a hard limit of %d open files" % hard)
+        # A server started under a soft limit of 256 (as 1024 is in most
+        # jobs) serves more connections than that.
+        low = max(256, len(os.listdir("/proc/self/fd")) + 64)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+        try:
+            server = self.store.Server("127.0.0.1", SECRET)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        try:
+            _files(800)
+            with open("/proc/%d/limits" % server.pid) as f:
+                row = [line.split() for line in f if line.startswith("Max open files")][0]
+            if row[4] == "unlimited":
+                self.assertGreater(int(row[3]), low, row)
+            else:
+                self.assertEqual(row[3], row[4], "soft limit of the server: %s" % row)
+            socks = [self.store._connect("127.0.0.1", server.port, SECRET, 20)
+                     for _ in range(300)]
+            try:
+                self.assertEqual(len(socks), 300)
+                self.assertEqual(_request(socks[-1], self.proto.NUM, []),
+                                 (self.proto.OK, [b"0"]))
+            finally:
+                for s in socks:
+                    s.close()
+        finally:
+            server.close()
+
+    def test_no_descriptor_left_neither_spins_nor_keeps_a_rank_out(self) -> None:
+        # A server whose hard limit is 40 open files cannot raise it: past
+        # about 30 connections accept() fails (EMFILE) while the listener
+        # stays readable.
+        code = ("import os, resource, sys\n"
+                "resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))\n"
+                "from hcg.torch import store\n"
+                "s = store.Server('127.0.0.1', bytes.fromhex(sys.argv[1]))\n"
+                "print(s.port, s.pid, flush=True)\n"
+                "sys.stdin.read()\n"
+                "s.close()\n")
+        rank0 = subprocess.Popen([sys.executable, "-c", code, SECRET.hex()],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            assert rank0.stdout is not None
+            port, pid = map(int, rank0.stdout.readline().split())
+            self.socks += _silent(port, 80)
+            time.sleep(1.5)
+            cpu = _cpu_s(pid)
+            time.sleep(1.0)
+            self.assertLess(_cpu_s(pid) - cpu, 0.3, "the store spins on its listener")
+            start = time.monotonic()
+            sock = self.store._connect("127.0.0.1", port, SECRET, 20)
+            self.socks.append(sock)
+            self.assertEqual(_request(sock, self.proto.NUM, []), (self.proto.OK, [b"0"]))
+            self.assertLess(time.monotonic() - start, 15)
+        finally:
+            for pipe in (rank0.stdin, rank0.stdout):
+                if pipe is not None:
+                    pipe.close()
+            rank0.wait(20)
+
+    # -- finding 2: a burst of ranks ---------------------------------------
+
+    def test_a_burst_past_the_unproven_limit_is_admitted_in_turn(self) -> None:
+        _files(2600)
+        n = 1100  # more than MAX_UNPROVEN, all pending at once
+        proto = self.proto
+        hello_len = len(proto.HELLO) + proto.NONCE
+        os.kill(self.server.pid, signal.SIGSTOP)  # rank 0's node is busy
+        try:
+            socks = [socket.create_connection(("127.0.0.1", self.port), timeout=10)
+                     for _ in range(n)]
+            self.socks += socks
+            time.sleep(0.3)
+        finally:
+            os.kill(self.server.pid, signal.SIGCONT)
+        # Every connection answers as hcg's client does, all at once.
+        sel = selectors.DefaultSelector()
+        state: Dict[socket.socket, bytes] = {}
+        nonces: Dict[socket.socket, bytes] = {}
+        for s in socks:
+            s.setblocking(False)
+            state[s] = b""
+            sel.register(s, selectors.EVENT_READ)
+        proven = retried = closed_unread = 0
+        deadline = time.monotonic() + 25
+        while state and time.monotonic() < deadline:
+            for key, _ in sel.select(1.0):
+                s = cast(socket.socket, key.fileobj)
+                got = state[s]
+                try:
+                    chunk = s.recv(hello_len + proto.MAC - len(got))
+                except BlockingIOError:
+                    continue
+                except ConnectionResetError:
+                    chunk = b""
+                got += chunk
+                state[s] = got
+                if len(got) == hello_len and chunk:
+                    nonce = nonces[s] = os.urandom(proto.NONCE)
+                    s.sendall(proto.ANSWER + nonce +
+                              proto.mac(SECRET, b"client", got[len(proto.HELLO):], nonce))
+                elif len(got) == hello_len + proto.MAC:
+                    self.assertEqual(got[hello_len:], proto.mac(
+                        SECRET, b"server", got[len(proto.HELLO):hello_len], nonces[s]))
+                    proven += 1
+                    sel.unregister(s)
+                    del state[s]
+                elif not chunk:
+                    # Closed: with a notice (shed, as a client retries
+                    # then) or before its greeting (unread: the finding).
+                    if len(got) < hello_len:
+                        closed_unread += 1
+                    else:
+                        retried += 1
+                    sel.unregister(s)
+                    del state[s]
+        sel.close()
+        self.assertEqual(closed_unread, 0)
+        self.assertEqual(proven + retried, n, "%d still waiting" % len(state))
+        self.assertGreater(proven, n - 50)  # a few shed at most, on a busy machine
+        self.assert_serving()
+
+    # -- finding 3: silent connections -------------------------------------
+
+    def test_silent_connections_do_not_keep_a_rank_out(self) -> None:
+        _files(2600)
+        self.socks += _silent(self.port, 1100)  # no secret, never a word
+        time.sleep(1.5)  # older than SHED_AGE_S: their places are taken
+        start = time.monotonic()
+        sock = self.proven(30)  # the late rank
+        self.assertLess(time.monotonic() - start, 15)
+        self.assertEqual(_request(sock, self.proto.NUM, []), (self.proto.OK, [b"0"]))
+        self.assertLessEqual(self.stats()["unproven"], self.proto.MAX_UNPROVEN)
+
+    def test_a_client_closed_before_the_proof_tries_again(self) -> None:
+        proto = self.proto
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(8)
+            port = listener.getsockname()[1]
+            seen: List[int] = []
+
+            def crowded() -> None:
+                for i in range(3):
+                    conn, _ = listener.accept()
+                    seen.append(i)
+                    with conn:
+                        if i == 0:
+                            continue  # closed before the greeting
+                        nonce = os.urandom(proto.NONCE)
+                        conn.sendall(proto.HELLO + nonce)
+                        answer = _exact(conn, proto.PROOF)
+                        if i == 1:
+                            conn.sendall(proto.BUSY)  # shed
+                            continue
+                        theirs = answer[len(proto.ANSWER):len(proto.ANSWER) + proto.NONCE]
+                        conn.sendall(proto.mac(SECRET, b"server", nonce, theirs))
+                        conn.recv(1)
+
+            t = threading.Thread(target=crowded)
+            t.start()
+            sock = self.store._connect("127.0.0.1", port, SECRET, 10)
+            sock.close()
+            t.join(10)
+            self.assertEqual(seen, [0, 1, 2])
+
+            def closing() -> None:
+                listener.settimeout(0.2)
+                end = time.monotonic() + 3
+                while time.monotonic() < end:
+                    try:
+                        listener.accept()[0].close()
+                    except socket.timeout:
+                        pass
+
+            t = threading.Thread(target=closing)
+            t.start()
+            start = time.monotonic()
+            with self.assertRaises(hcg.HcgRuntimeError) as cm:
+                self.store._connect("127.0.0.1", port, SECRET, 1.0)
+            self.assertGreater(time.monotonic() - start, 0.9)  # until its timeout
+            self.assertIn("kept closing the connection", str(cm.exception))
+            t.join(10)
+
+    # -- finding 4: what killed the loop -----------------------------------
+
+    def test_long_and_huge_deadlines(self) -> None:
+        proto = self.proto
+        waiter, setter, parked = self.proven(), self.proven(), self.proven()
+        days_25 = b"%d" % (25 * 86400 * 1000)  # over 2**31 ms
+        parked.sendall(proto.frame(proto.WAIT, [days_25, b"never"]))
+        waiter.sendall(proto.frame(proto.WAIT, [days_25, b"k"]))
+        time.sleep(0.2)
+        self.assertEqual(_request(setter, proto.SET, [b"k", b"v"])[0], proto.OK)
+        self.assertEqual(_reply(waiter), (proto.OK, []))
+        waiter.sendall(proto.frame(proto.GET, [b"9" * 401, b"k2"]))
+        time.sleep(0.2)
+        self.assertEqual(_request(setter, proto.SET, [b"k2", b"v2"])[0], proto.OK)
+        self.assertEqual(_reply(waiter), (proto.OK, [b"v2"]))
+        self.assertEqual(_request(waiter, proto.WAIT, [b"-5", b"k3"]), (proto.TIMEOUT, []))
+        time.sleep(1.5)  # a few turns of the loop with a 25-day deadline first
+        self.assert_serving()
+        self.assertEqual(self.stats()["parked"], 1)
+
+    def test_a_chain_of_pipelined_waits(self) -> None:
+        # Each connection waits for its key, then (pipelined) sets the
+        # next one's: one set wakes 400 connections in turn.
+        _files(1200)
+        proto = self.proto
+        n = 400
+        chain = [self.proven() for _ in range(n)]
+        for i, s in enumerate(chain):
+            s.sendall(proto.frame(proto.WAIT, [b"60000", b"chain%d" % i]) +
+                      proto.frame(proto.SET, [b"chain%d" % (i + 1), b"x"]))
+        time.sleep(0.3)
+        self.assertEqual(_request(self.proven(), proto.SET, [b"chain0", b"x"])[0], proto.OK)
+        for s in chain:
+            s.settimeout(20)
+            self.assertEqual(_reply(s), (proto.OK, []))
+            self.assertEqual(_reply(s), (proto.OK, []))
+        self.assert_serving()
+        self.assertEqual(self.stats()["keys"], n + 2)
+
+    def test_finished_waits_leave_the_deadline_heap(self) -> None:
+        proto = self.proto
+        waiter, setter = self.proven(), self.proven()
+
+        def parked() -> int:
+            out = _request(setter, proto.STATS, [])[1]
+            return int([f for f in out if f.startswith(b"parked=")][0][7:])
+
+        for i in range(300):
+            waiter.sendall(proto.frame(proto.WAIT, [b"3600000", b"w%d" % i]))
+            while parked() == 0:  # the wait is held, not answered at once
+                time.sleep(0.001)
+            _request(setter, proto.SET, [b"w%d" % i, b"1"])
+            self.assertEqual(_reply(waiter), (proto.OK, []))
+        stats = self.stats()
+        self.assertEqual(stats["parked"], 0)
+        self.assertLessEqual(stats["deadlines"], 64)
+
+    # -- finding 5: memory -------------------------------------------------
+
+    def test_oversized_frames_close_only_their_connection(self) -> None:
+        for _ in range(4):
+            s = self.proven()
+            s.settimeout(10)
+            try:
+                s.sendall(struct.pack(">I", 64 << 20) + b"\x01" * (1 << 20))
+            except (BrokenPipeError, ConnectionResetError):
+                continue  # closed while it sent: as it should be
+            try:
+                while s.recv(1 << 16):
+                    pass  # the error naming the limit, then the end
+            except ConnectionResetError:
+                pass
+        self.assert_serving()
+        self.assertLess(_status(self.server.pid, "VmRSS"), RSS_BOUND_KB)
+
+    def test_what_the_store_holds_is_bounded(self) -> None:
+        proto = self.proto
+        sock = self.proven()
+        value = b"v" * (proto.MAX_VALUE - 64)
+        refused = None
+        for i in range(300):
+            status, out = _request(sock, proto.SET, [b"big%d" % i, value])
+            if status != proto.OK:
+                refused = (i, status, out)
+                break
+        assert refused is not None, "300 values of 1 MiB were all taken"
+        i, status, out = refused
+        self.assertEqual(status, proto.ERROR)
+        self.assertIn(b"limit is %d bytes (MAX_STORED)" % self.MAX_STORED, out[0])
+        self.assertLessEqual(i, self.MAX_STORED // len(value))
+        self.assertLessEqual(self.stats()["stored"], self.MAX_STORED)
+        self.assertLess(_status(self.server.pid, "VmRSS"), RSS_BOUND_KB)
+        # Deleting makes room again; append past the largest value is refused.
+        self.assertEqual(_request(sock, proto.DELETE, [b"big0"]), (proto.OK, [b"1"]))
+        self.assertEqual(_request(sock, proto.SET, [b"again", b"1"])[0], proto.OK)
+        status, out = _request(sock, proto.APPEND, [b"big1", b"m" * 100])
+        self.assertEqual(status, proto.ERROR)
+        self.assertIn(b"(MAX_VALUE)", out[0])
+        self.assert_serving()
+
+    def test_a_peer_that_never_reads_is_not_buffered(self) -> None:
+        proto = self.proto
+        value = b"r" * (512 << 10)
+        self.assertEqual(_request(self.proven(), proto.SET, [b"r", value])[0], proto.OK)
+        greedy = self.proven()
+        greedy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        greedy.sendall(proto.frame(proto.GET, [b"1000", b"r"]) * 300)  # never read
+        time.sleep(1.0)
+        stats = self.stats()
+        self.assertLessEqual(stats["buffered_out"], proto.MAX_BUFFERED_OUT + 2 * len(value))
+        self.assertLess(_status(self.server.pid, "VmRSS"), RSS_BOUND_KB)
+        self.assert_serving()
+
+    # -- finding 6: rank 0's death -----------------------------------------
+
+    def test_server_ends_with_rank0_despite_a_forked_child(self) -> None:
+        # A DataLoader worker: rank 0 forks, the child holds the pipe to
+        # the store's process, and rank 0 dies.
+        code = ("import os, sys, time\n"
+                "from hcg.torch import store\n"
+                "s = store.Server('127.0.0.1', os.urandom(16))\n"
+                "child = os.fork()\n"
+                "if child == 0:\n"
+                "    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)\n"
+                "    time.sleep(60)\n"
+                "    os._exit(0)\n"
+                "print(s.port, child, flush=True)\n"
+                "os._exit(0)\n")
+        out = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                             timeout=60, check=True).stdout.decode()
+        port, child = map(int, out.split()[:2])
+        try:
+            if not _stops_listening(port, 5):
+                self.fail("the store still listens after rank 0 died")
+        finally:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    # -- finding 7: the start line -----------------------------------------
+
+    def test_a_host_that_is_not_one_is_refused(self) -> None:
+        for host in ("127.0.0.1 0 10.0 00", "", "a\nb", "node\t1", "x" * 254,
+                     "h\x00st", "-bad", "a..b"):
+            with self.assertRaises(hcg.HcgValueError) as cm:
+                self.store.Server(host, SECRET)
+            self.assertIsInstance(cm.exception, ValueError)
+            self.assertIn(repr(host), str(cm.exception))
+        for host in ("127.0.0.1", "::1", "localhost", "node-1.cluster.", "n_1"):
+            self.store.check_host(host)
+        with self.assertRaises(hcg.HcgValueError):
+            self.store.Server("127.0.0.1", b"00")  # a one-byte secret
+
+    def test_the_server_checks_its_start_line(self) -> None:
+        script = os.path.join(os.path.dirname(self.proto.__file__), "_store_server.py")
+        good = self.proto.start_line("127.0.0.1", 0, 1.0, 1 << 20, os.getpid(), SECRET)
+        for line in (b"127.0.0.1 0 10.0 00\n",  # the old format
+                     good.replace(b" 127.0.0.1 ", b" 127.0.0.1 0 "),  # a field more
+                     good.replace(SECRET.hex().encode(), b"00"),  # a short secret
+                     good.replace(b"127.0.0.1", b"127.0.0.1\x0b"),
+                     good.rstrip(b"\n")):  # no end of line
+            out = subprocess.run([sys.executable, "-I", "-S", script], input=line,
+                                 stdout=subprocess.PIPE, timeout=30).stdout
+            self.assertTrue(out.startswith(b"ERROR "), (line, out))
 
 
 @unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")

@@ -228,17 +228,8 @@ def check_peer_fails(rank: int, world: int, _arg: str) -> dict:
 
     if rank == 0:
         time.sleep(4)
-    start = time.monotonic()
-    try:
-        ht.new_collection(hcg.Layout("tp=2,dp=*", world),
-                          timeout=1 if rank == 1 else 60)
-        return {"error": None}
-    except hcg.PeerError as exc:
-        return {"error": "%s: %s" % (exc.name, exc.message), "peer": exc.rank,
-                "seconds": time.monotonic() - start}
-    except hcg.HcgError as exc:
-        return {"error": "%s: %s" % (exc.name, exc.message), "peer": None,
-                "seconds": time.monotonic() - start}
+    return _how_it_failed(lambda: ht.new_collection(hcg.Layout("tp=2,dp=*", world),
+                                                    timeout=1 if rank == 1 else 60))
 
 
 def check_node_local(rank: int, world: int, _arg: str) -> dict:
@@ -320,7 +311,279 @@ def check_torch_groups(rank: int, world: int, _arg: str) -> dict:
     return out
 
 
-SCENARIOS = {"collections": check_collections, "mesh_outside": check_mesh_outside,
+def _made() -> int:
+    """How many groups hcg.torch made in this process so far (every
+    creation counts once per store name: groups._created)."""
+    from hcg.torch import groups
+
+    with groups._created_lock:
+        return sum(groups._created.values())
+
+
+def _as_task(layout: str, rank: int, world: int):
+    """Records the layout as hcg.torch.init() would (the plain calls take
+    no source then)."""
+    from hcg.env import TaskEnv
+    from hcg.torch._base import STATE
+
+    STATE.task = TaskEnv(hcg.Layout(layout, world), rank)
+    return STATE.task
+
+
+def _has_from_group() -> bool:
+    try:
+        from torch.distributed.device_mesh import DeviceMesh
+    except ImportError:
+        return False
+    return callable(getattr(DeviceMesh, "from_group", None))
+
+
+def check_shared(rank: int, world: int, layout: str) -> dict:
+    """The plain calls, one after another, share one set of groups: each
+    call after the first makes none and hands out the same objects; a
+    factory of one's own is a fresh set; destroyed groups are made anew."""
+    import torch
+    import torch.distributed as dist
+    import hcg.torch as ht
+    from hcg.torch import groups
+
+    task = _as_task(layout, rank, world)
+    out: dict = {"made": {}, "same": {}}
+    start = _made()
+    pgs = ht.new_collection()
+    out["made"]["new_collection"] = _made() - start
+    out["distinct"] = len({tuple(r) for r in pgs.ranks.values() if r})
+    fields = [f for f in ht.ATTRIBUTES if pgs[f] is not None]
+
+    def same(other) -> bool:
+        return all(other[f] is pgs[f] for f in fields)
+
+    before = _made()
+    out["same"]["new_collection"] = same(ht.new_collection())
+    out["same"]["new_collections"] = same(next(iter(ht.new_collections().values())))
+    out["made"]["again"] = _made() - before
+    # Megatron's class over the same ranks: its create_pg hands out the
+    # same groups (no options of its own).
+    grid = task.layout.grid(pgs.grid)
+    dims = [d for d in grid.view("base").dims]
+    hcg_grid = ht.HyperCommGrid([d.size for d in dims], [d.name for d in dims],
+                                name=pgs.grid)
+    before = _made()
+    out["same"]["create_pg tp"] = hcg_grid.create_pg("tp") is pgs.tp
+    out["same"]["create_pg dp-cp"] = hcg_grid.create_pg(["cp", "dp"]) is pgs.dp_cp
+    out["made"]["create_pg"] = _made() - before
+    if _has_from_group():
+        before = _made()
+        mesh = ht.device_mesh(["dp", "cp", "tp"])
+        out["same"]["device_mesh"] = all(
+            mesh[n].get_group() is pgs[n] for n in ("dp", "cp", "tp"))
+        out["made"]["device_mesh"] = _made() - before
+    out["shared_groups"] = groups.shared_groups()
+    # A factory of one's own: a fresh set.
+    before = _made()
+    own = ht.GroupFactory().collection()
+    out["made"]["own factory"] = _made() - before
+    out["own_distinct"] = all(own[f] is not pgs[f] for f in fields)
+    # Destroyed: never handed out again; the next plain call makes them.
+    pgs.factory.destroy()
+    before = _made()
+    again = ht.new_collection()
+    out["made"]["after destroy"] = _made() - before
+    out["renewed"] = all(again[f] is not pgs[f] for f in fields)
+    t = torch.tensor([float(rank)])
+    dist.all_reduce(t, group=again.tp)
+    out["tp_sum"] = t.item()
+    out["want_tp_sum"] = float(sum(again.ranks["tp"]))
+    if _has_from_group():
+        mesh = ht.device_mesh(["dp", "cp", "tp"])
+        out["same"]["device_mesh after destroy"] = mesh["tp"].get_group() is again.tp
+    own.factory.destroy()
+    again.factory.destroy()
+    return out
+
+
+#: torchtitan's ParallelDims.build_mesh (parallel_dims.py of August 2026,
+#: d6555c4c) as read by hand: each global mesh's dim names and, for each,
+#: how its degree follows from the degrees (dr, ds, cp, tp, pp, ep).
+def _titan_expected(deg: dict, backend: str) -> dict:
+    dr, ds, cp, tp, pp, ep = (deg[k] for k in ("dp_replicate", "dp_shard",
+                                               "cp", "tp", "pp", "ep"))
+    batch, efsdp = dr * ds, ds * cp * tp // ep
+    out = {"dataloading": (("pp", pp), ("batch", batch), ("cp", cp), ("tp", tp)),
+           "loss": (("loss_mesh", batch * cp),),
+           "sparse": (("pp", pp), ("dp_replicate", dr), ("efsdp", efsdp), ("ep", ep))}
+    if backend == "spmd_types":
+        out["dense"] = (("pp", pp), ("dp_replicate", dr), ("dp_shard", ds),
+                        ("cp", cp), ("tp", tp))
+        out["spmd_dense_for_fwdbwd"] = (("dp", batch), ("cp", cp), ("tp", tp))
+        if ep > 1:
+            out["spmd_sparse_for_fwdbwd"] = (("dp_replicate", dr), ("efsdp", efsdp),
+                                             ("ep", ep))
+    else:
+        out["dense"] = (("pp", pp), ("dp_replicate", dr), ("fsdp", ds * cp), ("tp", tp))
+    out["world"] = (("world", dr * ds * cp * tp * pp),)
+    return out
+
+
+#: The full meshes each of the sub-meshes above is cut from, and the dims
+#: it keeps (the others at this rank's coordinates).
+_TITAN_PARENTS = {"loss": ("dataloading", ("batch", "cp")),
+                  "spmd_dense_for_fwdbwd": (None, ("dp", "cp", "tp")),
+                  "spmd_sparse_for_fwdbwd": ("sparse", ("dp_replicate", "efsdp", "ep"))}
+
+
+def _titan_tensor(key: str, expected: dict, deg: dict, rank: int, world: int):
+    """The ranks torchtitan's mesh of ``key`` holds on this rank: the world
+    unflattened (row-major) into its parent's shape, sliced at this rank."""
+    import torch
+
+    if key in _TITAN_PARENTS:
+        parent, keep = _TITAN_PARENTS[key]
+        if parent is None:  # (pp, dp, cp, tp), then its (dp, cp, tp)
+            dims = (("pp", deg["pp"]),) + expected[key]
+        else:
+            dims = expected[parent]
+    else:
+        dims, keep = expected[key], tuple(n for n, _ in expected[key])
+    full = torch.arange(world).reshape([s for _, s in dims])
+    where = (full == rank).nonzero()[0].tolist()
+    index = tuple(slice(None) if n in keep else where[i]
+                  for i, (n, _) in enumerate(dims))
+    cut = full[index]
+    return cut.reshape(-1) if key == "loss" else cut
+
+
+def check_titan(rank: int, world: int, degrees: str) -> dict:
+    """torchtitan_meshes / torchtitan_axes for one set of degrees, both
+    spmd backends: every key torchtitan's build_mesh makes, the same dim
+    names, sizes and mesh tensors; the groups hcg made, counted."""
+    import torch.distributed as dist
+    import hcg.torch as ht
+
+    deg = {"dp_replicate": 1, "dp_shard": -1, "cp": 1, "tp": 1, "pp": 1, "ep": 1}
+    deg.update(json.loads(degrees))
+    layout = ht.torchtitan_layout(world_size=world, **deg)
+    fixed = deg["dp_replicate"] * deg["cp"] * deg["tp"] * deg["pp"]
+    if deg["dp_shard"] == -1:
+        deg["dp_shard"] = world // fixed
+    _as_task(layout, rank, world)
+    out: dict = {"bad": [], "made": {}, "keys": {}, "axes": {}}
+    for backend in ("spmd_types", "partial_dtensor"):
+        before = _made()
+        meshes = ht.torchtitan_meshes(spmd_backend=backend)
+        axes = ht.torchtitan_axes(meshes)
+        out["made"][backend] = _made() - before
+        want = _titan_expected(deg, backend)
+        out["keys"][backend] = sorted(meshes)
+        out["axes"][backend] = {k: m.size() for k, m in sorted(axes.items())}
+        if sorted(meshes) != sorted(want):
+            out["bad"].append("%s: keys %s, want %s" % (backend, sorted(meshes),
+                                                        sorted(want)))
+            continue
+        for key, dims in want.items():
+            mesh = meshes[key]
+            names = tuple(n for n, _ in dims)
+            if tuple(mesh.mesh_dim_names) != names:
+                out["bad"].append("%s %s: dims %s, want %s"
+                                  % (backend, key, mesh.mesh_dim_names, names))
+                continue
+            tensor = _titan_tensor(key, want, deg, rank, world)
+            if mesh.mesh.tolist() != tensor.tolist():
+                out["bad"].append("%s %s: mesh %s, want %s" % (
+                    backend, key, mesh.mesh.tolist(), tensor.tolist()))
+            for n, size in dims:
+                group = mesh.get_group(n)
+                if dist.get_world_size(group) != size:
+                    out["bad"].append("%s %s[%s]: group of %d, want %d" % (
+                        backend, key, n, dist.get_world_size(group), size))
+        # torchtitan's get_optional_mesh reads these: the same groups.
+        for name, mesh in axes.items():
+            if mesh.ndim != 1 or tuple(mesh.mesh_dim_names)[0] not in (
+                    name, "loss_mesh"):
+                out["bad"].append("%s axis %s: dims %s" % (backend, name,
+                                                           mesh.mesh_dim_names))
+        if axes["tp"].get_group() is not meshes["dense"]["tp"].get_group():
+            out["bad"].append("%s: axes['tp'] and dense['tp'] differ" % backend)
+    # The plain collection after the meshes: nothing made.
+    before = _made()
+    pgs = ht.new_collection()
+    out["made"]["new_collection after"] = _made() - before
+    if pgs.tp is not meshes["dense"]["tp"].get_group():
+        out["bad"].append("new_collection().tp is not the mesh's tp group")
+    return out
+
+
+def _fail_with(what: str, exc: BaseException):
+    def fail(*_args, **_kwargs):
+        raise exc
+    fail.__name__ = what
+    return fail
+
+
+def check_step_fails(rank: int, world: int, where: str) -> dict:
+    """Rank 1 fails, with an exception hcg does not expect, inside the step
+    before a group's collective (where='client': getting its store client,
+    so that it must reach the store another way to tell; 'meet': at the
+    meeting itself). The others, with 60 s, must learn it at once."""
+    import hcg.torch as ht
+    from hcg.torch import _meet, groups
+
+    if rank == 1:
+        if where == "client":
+            groups._take_client = _fail_with(
+                "_take_client", ZeroDivisionError("division by zero"))
+        else:
+            _meet.meet = _fail_with("meet", RuntimeError("injected before the meeting"))
+    return _how_it_failed(
+        lambda: ht.new_collection(hcg.Layout("tp=%d" % world, world), timeout=60))
+
+
+def _how_it_failed(step) -> dict:
+    """Runs ``step``: what hcg raised (a peer's failure names the peer)
+    and after how many seconds, or no error."""
+    import time
+
+    start = time.monotonic()
+    try:
+        step()
+        return {"error": None}
+    except hcg.PeerError as exc:
+        return {"error": "%s: %s" % (exc.name, exc.message), "peer": exc.rank,
+                "seconds": time.monotonic() - start}
+    except hcg.HcgError as exc:
+        return {"error": "%s: %s" % (exc.name, exc.message), "peer": None,
+                "kind": type(exc).__name__, "seconds": time.monotonic() - start}
+
+
+#: The store of a scenario that starts no default group (main opens it).
+STORE: list = []
+
+
+def check_init_meet_fails(rank: int, world: int, _arg: str) -> dict:
+    """init()'s meeting of the default group: rank 1 fails with a
+    ZeroDivisionError inside the step, before the meeting; the others
+    (60 s) must raise PeerError naming it at once."""
+    import time
+    import torch.distributed as dist
+    from hcg.env import TaskEnv
+    from hcg.torch import _meet, rendezvous
+
+    task = TaskEnv(hcg.Layout("tp=%d" % world, world), rank)
+    if rank == 1:
+        _meet.meet = _fail_with("meet", ZeroDivisionError("division by zero"))
+    t = datetime.timedelta(seconds=60)
+    return _how_it_failed(
+        lambda: rendezvous._default_group(dist, task, "gloo", t, None, STORE[0],
+                                          "127.0.0.1", 0, time.monotonic() + 60))
+
+
+#: Scenarios that start no default group themselves.
+NO_INIT = {"init_meet_fails"}
+
+
+SCENARIOS = {"shared": check_shared, "titan": check_titan,
+             "step_fails": check_step_fails, "init_meet_fails": check_init_meet_fails,
+             "collections": check_collections, "mesh_outside": check_mesh_outside,
              "collections_per_key": check_collections_per_key, "grid": check_grid,
              "errors": check_errors, "missing": check_missing,
              "bridge": check_bridge,
@@ -351,6 +614,12 @@ def main() -> int:
         else:
             # hcg's TCPStore opens whether or not this torch has libuv.
             store = ht.tcp_store("127.0.0.1", port, world, rank == 0, timeout)
+        if scenario in NO_INIT:
+            STORE.append(store)
+            result = SCENARIOS[scenario](rank, world, arg)
+            print("RESULT " + json.dumps(result), flush=True)
+            _outlive_peers(store, rank, world)
+            return 0
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
                                 timeout=timeout)
         STATE.store_addr = ("127.0.0.1", port)

@@ -123,12 +123,22 @@ def failure(store: Store) -> Optional[PeerError]:
         return None
 
 
-def report(store: Store, rank: int, exc: HcgError, settle: bool = False) -> None:
+def describe_exception(exc: BaseException) -> str:
+    """An exception hcg did not expect, for a message: its type's name and
+    the first line of its text (``ZeroDivisionError: division by zero``)."""
+    text = str(exc).strip()
+    name = type(exc).__name__
+    return "%s: %s" % (name, text.splitlines()[0]) if text else name
+
+
+def report(store: Store, rank: int, exc: BaseException, settle: bool = False) -> bool:
     """Tells the step's members that ``rank`` failed with ``exc``: members
     still waiting to meet raise a PeerError now. Best effort: a store that
     is gone is left alone (the others then time out naming this rank).
-    ``settle``: count this member as done with the step (see linger)."""
-    message = exc.message if isinstance(exc, HcgError) else first_line(exc)
+    ``settle``: count this member as done with the step (see linger).
+    Returns whether the store took the report."""
+    message = (exc.message if isinstance(exc, HcgError)
+               else describe_exception(exc))
     code = int(exc.code) if isinstance(exc, HcgError) else int(Status.EIO)
     value = "%d %d %s" % (rank, code, message[:_REASON_MAX])
     try:
@@ -139,7 +149,8 @@ def report(store: Store, rank: int, exc: HcgError, settle: bool = False) -> None
         if settle:
             store.add(_SETTLED, 1)
     except Exception:  # pylint: disable=broad-except
-        pass
+        return False
+    return True
 
 
 def linger(store: Store, size: int, deadline: float) -> None:

@@ -6,10 +6,19 @@ whole job never takes rank 0's interpreter lock while it trains:
 
     python3 -I -S _store_server.py
 
-Its standard input brings one line, ``HOST PORT HANDSHAKE_S SECRET_HEX``
-(the secret never appears in its environment or command line), then stays
-open: the server ends when it closes, which is when rank 0 closes the
-store or dies. It answers on standard output with one line, ``PORT`` it
+Its standard input brings one line (:func:`start_line`), seven fields
+separated by one space each:
+
+    hcg-store-1 HOST PORT HANDSHAKE_MS MAX_STORED PID SECRET
+
+SECRET is exactly 32 hex digits (128 bits; it never appears in the
+environment or command line), PID is rank 0's, and HOST must be one IP
+address or host name: the server checks every field again and refuses a
+line that is anything else. Then standard input stays open. The server
+ends when it closes (rank 0 closed the store) or when rank 0, the process
+PID, ends: a child that rank 0 forked (a DataLoader worker) inherits the
+pipe's write end, so the pipe alone would keep the server alive after rank
+0's death. It answers on standard output with one line, ``PORT`` it
 listens on, or ``ERROR reason``. Only the standard library: the process
 imports neither torch nor hcg.
 
@@ -18,19 +27,30 @@ The protocol. On a new connection the server sends ``HCGS`` and a random
 HMAC-SHA256(secret, "hcg-store client" + both challenges); the server
 checks it in constant time and answers HMAC-SHA256(secret, "hcg-store
 server" + both challenges). Nothing else is read from a connection before
-that: one that answers wrongly is closed at once, one that does not answer
-after HANDSHAKE_S seconds. Then a request is a frame, a 4-byte big-endian
-length and a body: an operation byte and fields, each a 4-byte length and
-its bytes; an answer is a status byte and fields, in a frame. A request
-that waits for keys is parked until they all exist or its deadline
-passes, and answered either way.
+that: one that answers wrongly is closed at once, without a word, one
+that does not answer after HANDSHAKE_MS. A connection the server sheds to
+make room for newer ones (too many unproven at once, or no descriptor
+left) gets ``HCGB`` (busy) before it is closed: its client tries again.
+Then a request is a frame, a 4-byte big-endian length and a body: an
+operation byte and fields, each a 4-byte length and its bytes; an answer
+is a status byte and fields, in a frame. A request that waits for keys is
+parked until they all exist or its deadline passes, and answered either
+way.
+
+Bounds. Everything a connection can make the server hold is bounded
+(the constants below say by how much, and why), and one connection's
+failure (a request the server cannot handle) ends that connection, or
+gets it an error answer, never the server.
 """
 
 from __future__ import annotations
 
+import collections
+import errno
 import hashlib
 import heapq
 import hmac
+import ipaddress
 import os
 import selectors
 import signal
@@ -38,18 +58,89 @@ import socket
 import struct
 import sys
 import time
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
 HELLO = b"HCGS"
 ANSWER = b"HCGC"
+#: Sent instead of the server's proof to a connection shed for room: its
+#: client retries, where a wrong secret gets a close without a word.
+BUSY = b"HCGB"
 NONCE = 32
 MAC = 32
 #: Bytes a client sends before it is trusted (nothing more is read).
 PROOF = len(ANSWER) + NONCE + MAC
-#: Connections still proving themselves; more are closed at once.
+#: The job's secret: 128 random bits (hcg.torch.rendezvous draws them).
+SECRET_BYTES = 16
+#: The first field of the start line: this protocol's version, so that a
+#: line of another version is refused rather than misread.
+START = "hcg-store-1"
+#: The longest host name (RFC 1035: 253 characters written out).
+MAX_HOST = 253
+
+#: Connections still proving themselves at once. Past it the server takes
+#: no more from the kernel's backlog (they wait there, unread and unlost)
+#: unless the oldest unproven one is older than SHED_AGE_S: then that one is
+#: shed (told BUSY) to make room. Every rank of a job proves itself in one
+#: round trip, so 1024 at a time admits any number of ranks in turn.
 MAX_UNPROVEN = 1024
-#: Largest request or answer (values are addresses and ids, small).
-MAX_FRAME = 64 << 20
+#: How old an unproven connection must be before a newer one may take its
+#: place. A client answers the challenge one round trip after the greeting
+#: (well under a second even on a busy node); one that has said nothing
+#: for this long is most likely not a client, and a client shed anyway
+#: retries. Someone who reaches the port but lacks the secret can thus
+#: keep at most MAX_UNPROVEN connections, each for about this long, while
+#: new ones keep coming: they cannot keep a rank out (doc/security.md).
+SHED_AGE_S = 1.0
+#: Connections taken from the backlog per turn of the loop, so that the
+#: answers of those already greeted are read between batches: a burst of
+#: thousands of ranks is admitted in order instead of all greeted and none
+#: read.
+ACCEPT_BATCH = 64
+#: How long the listener is left alone when accept() finds no descriptor
+#: free (EMFILE, ENFILE) and no connection can be shed: the listener stays
+#: readable, so polling it again at once would spin.
+ACCEPT_PAUSE_S = 0.1
+
+#: Largest request frame the server reads. torch and hcg store keys and
+#: values of a few hundred bytes (addresses, NCCL unique ids of 128 bytes,
+#: counters, hcg's failure reports of a few KiB); a megabyte leaves room
+#: for thousands of them in one multi_set. A longer frame ends its
+#: connection (the client refuses to send one: store.py).
+MAX_REQUEST = 1 << 20
+#: Largest value a key may hold (append grows one): as large as a request.
+MAX_VALUE = MAX_REQUEST
+#: Largest answer: a multi_get of many values. The client refuses a frame
+#: longer than this; the server answers an error instead of one.
+MAX_ANSWER = 16 << 20
+#: Bytes a connection may have waiting to be sent before the server stops
+#: reading its requests (until its peer reads): a peer that sends requests
+#: and never reads their answers holds at most this, plus one answer.
+MAX_BUFFERED_OUT = 1 << 20
+#: Bytes a proven connection may have read and not yet handled: one whole
+#: request of the largest size (its length field included).
+MAX_BUFFERED_IN = MAX_REQUEST + 4
+#: Default bound on what the store holds: the length of every key and
+#: value plus ENTRY_COST each. A job of 16384 ranks that makes 30 groups
+#: each writes some 500,000 keys of a few hundred bytes, about 200 MB with
+#: their cost; 512 MiB leaves room for that and stops a program that
+#: writes without end before it takes rank 0's node's memory. A write past
+#: it is answered with an error that names the limit.
+MAX_STORED = 512 << 20
+#: What a key costs beyond its bytes: Python's dict slot and two bytes
+#: objects (measured: about 100 bytes on 64-bit CPython).
+ENTRY_COST = 128
+#: Longest wait a request may ask for: a year. Longer ones (torch's
+#: timedelta.max, a deadline of 400 digits) are clamped to it.
+MAX_WAIT_MS = 366 * 86400 * 1000
+#: Longest the loop sleeps: it has nothing to do, but epoll cannot wait
+#: more than 2**31 ms, and where the server polls for rank 0's death
+#: (no pidfd) it looks once a second.
+MAX_SLEEP_S = 60.0
+POLL_PARENT_S = 1.0
+#: How much of a proven connection's stream one read takes.
+READ_CHUNK = 1 << 16
+#: Unexpected failures written to standard error (rank 0's), at most.
+MAX_REPORTS = 20
 
 # Operations: the fields they take -> what they answer.
 SET = 1  # key, value -> ()
@@ -63,6 +154,7 @@ NUM = 8  # () -> how many keys, as decimal text
 APPEND = 9  # key, value -> ()
 MGET = 10  # deadline_ms, keys... -> values (waits)
 MSET = 11  # key, value, key, value... -> ()
+STATS = 12  # () -> b"name=number" fields: what the server holds (tests)
 # Statuses.
 OK, TIMEOUT, ERROR = 0, 1, 2
 
@@ -101,134 +193,370 @@ def fields(body: bytes) -> Tuple[int, List[bytes]]:
     return body[0], out
 
 
+def valid_host(host: str) -> bool:
+    """Whether ``host`` is one IP address or host name and nothing else:
+    printable ASCII without a space, at most MAX_HOST characters."""
+    if not 0 < len(host) <= MAX_HOST or not all(33 <= ord(c) < 127 for c in host):
+        return False
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    labels = (host[:-1] if host.endswith(".") else host).split(".")
+    return all(0 < len(label) <= 63 and not label.startswith("-")
+               and all(c.isalnum() or c in "-_" for c in label) for label in labels)
+
+
+def start_line(host: str, port: int, handshake_s: float, max_stored: int,
+               pid: int, secret: bytes) -> bytes:
+    """The line that starts a server (ValueError when a field cannot be
+    written unambiguously)."""
+    if not valid_host(host):
+        raise ValueError("%r is not one IP address or host name" % host)
+    if len(secret) != SECRET_BYTES:
+        raise ValueError("the secret has %d bytes, not %d" % (len(secret), SECRET_BYTES))
+    handshake_ms = int(round(handshake_s * 1000))
+    if not 0 <= port < 65536 or not 0 < handshake_ms <= 3600 * 1000 \
+            or max_stored <= 0 or pid <= 0:
+        raise ValueError("a field out of range")
+    return ("%s %s %d %d %d %d %s\n" % (START, host, port, handshake_ms, max_stored,
+                                        pid, secret.hex())).encode("ascii")
+
+
+def parse_start(line: bytes) -> Tuple[str, int, float, int, int, bytes]:
+    """host, port, handshake_s, max_stored, pid, secret of a start line
+    (ValueError, saying which field, when it is not one)."""
+    parts = line[:-1].split(b" ") if line.endswith(b"\n") else []
+    if len(parts) != 7 or parts[0] != START.encode():
+        raise ValueError("the start line is not '%s' and six fields" % START)
+    host = parts[1].decode("ascii", "replace")
+    if not valid_host(host):
+        raise ValueError("%r is not one IP address or host name" % host)
+    numbers = []
+    for name, field in zip(("port", "handshake", "max_stored", "pid"), parts[2:6]):
+        if not field.isdigit() or len(field) > 18:
+            raise ValueError("the %s field is not a number" % name)
+        numbers.append(int(field))
+    port, handshake_ms, max_stored, pid = numbers
+    if port > 65535 or handshake_ms == 0 or max_stored == 0 or pid == 0:
+        raise ValueError("a field out of range")
+    secret_hex = parts[6].decode("ascii", "replace")
+    if len(secret_hex) != 2 * SECRET_BYTES or \
+            not all(c in "0123456789abcdef" for c in secret_hex):
+        raise ValueError("the secret is not %d hex digits" % (2 * SECRET_BYTES))
+    return host, port, handshake_ms / 1000.0, max_stored, pid, bytes.fromhex(secret_hex)
+
+
+def _deadline_ms(field: bytes) -> int:
+    """A wait's length in ms, clamped to [0, MAX_WAIT_MS]."""
+    text = field.strip()
+    negative = text.startswith(b"-")
+    digits = text[1:] if negative else text
+    if not digits.isdigit():
+        raise _NotProtocol("a deadline that is not a number")
+    if negative:
+        return 0
+    if len(digits) > 15:  # over 30,000 years: never int() a huge number
+        return MAX_WAIT_MS
+    return min(int(digits), MAX_WAIT_MS)
+
+
+class _NotProtocol(Exception):
+    """A request that is not of this protocol: a client's bug, its
+    connection is closed."""
+
+
+def _cost(key: bytes, value: bytes) -> int:
+    return len(key) + len(value) + ENTRY_COST
+
+
 class _Conn:
     """One connection the server holds."""
 
-    __slots__ = ("sock", "inbuf", "outbuf", "writing", "proven", "nonce",
-                 "parked", "parks")
+    __slots__ = ("sock", "inbuf", "outbuf", "mask", "proven", "nonce", "born",
+                 "parked", "parks", "answers", "queued")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, now: float) -> None:
         self.sock = sock
         self.inbuf = bytearray()
         self.outbuf = bytearray()
-        self.writing = False  # registered for EVENT_WRITE
+        self.mask = 0  # the events the selector watches for it (0: none)
         self.proven = False
         self.nonce = os.urandom(NONCE)
-        # The request waiting for keys: (op, keys, deadline).
-        self.parked: Optional[Tuple[int, List[bytes], float]] = None
+        self.born = now
+        # The request waiting for keys: (op, keys).
+        self.parked: Optional[Tuple[int, List[bytes]]] = None
         self.parks = 0  # requests parked so far: tells a stale deadline
+        self.answers = 0  # answers sent so far: tells one already answered
+        self.queued = False  # in the loop's work queue
+
+
+Entry = Tuple[float, int, _Conn, int]
 
 
 class Loop:
     """The server's state and event loop (one thread). ``control`` is a
-    descriptor whose end of file stops it."""
+    descriptor whose end of file stops it; ``parent`` rank 0's pid, whose
+    death stops it too (watched through ``parent_fd``, a pidfd, where there
+    is one, else by polling getppid())."""
 
     def __init__(self, listener: socket.socket, secret: bytes,
-                 handshake_s: float, control: int) -> None:
+                 handshake_s: float, control: int, parent: int = 0,
+                 parent_fd: Optional[int] = None, max_stored: int = MAX_STORED) -> None:
         self.listener = listener
         self.secret = secret
         self.handshake_s = handshake_s
         self.control = control
+        self.parent = parent
+        self.parent_fd = parent_fd
+        self.max_stored = max_stored
         self.data: Dict[bytes, bytes] = {}
+        self.stored = 0  # what data costs (see _cost)
         self.waiting: Dict[bytes, Set[_Conn]] = {}
         self.conns: Set[_Conn] = set()
-        self.unproven = 0
-        # (deadline, sequence, conn, parks or -1 for the handshake)
-        self.dues: List[Tuple[float, int, _Conn, int]] = []
+        # Unproven connections, oldest first: whom to shed, whom to expire.
+        self.fresh: "collections.OrderedDict[_Conn, None]" = collections.OrderedDict()
+        # Parked waits' deadlines: (deadline, sequence, conn, parks). A wait
+        # answered early leaves its entry behind (a heap cannot remove one
+        # cheaply): it is skipped when it comes up, and the heap is rebuilt
+        # without such entries when they outnumber the live ones.
+        self.dues: List[Entry] = []
+        self.nparked = 0
         self.seq = 0
+        # Connections with requests to serve, woken by another's write:
+        # served by the loop, one after another, never from inside the
+        # write (a chain of waits each woken by the previous one's
+        # pipelined set would otherwise recurse as deep as it is long).
+        self.work: Deque[_Conn] = collections.deque()
+        self.dirty: Set[_Conn] = set()  # whose watched events may change
+        self.listening = True
+        self.paused_until = 0.0
+        self.reports = 0
         self.sel = selectors.DefaultSelector()
         listener.setblocking(False)
         self.sel.register(listener, selectors.EVENT_READ, "accept")
         self.sel.register(control, selectors.EVENT_READ, "control")
+        if parent_fd is not None:
+            self.sel.register(parent_fd, selectors.EVENT_READ, "parent")
 
     def run(self) -> None:
         try:
             while True:
-                wait = None
-                if self.dues:
-                    wait = max(0.0, self.dues[0][0] - time.monotonic())
-                for key, mask in self.sel.select(wait):
+                for key, mask in self.sel.select(self._sleep(time.monotonic())):
                     if key.data == "accept":
-                        self._accept()
+                        try:
+                            self._accept()
+                        except Exception as exc:  # pylint: disable=broad-except
+                            self._report(exc)  # a bug: pause, as out of descriptors
+                            self.paused_until = time.monotonic() + ACCEPT_PAUSE_S
                     elif key.data == "control":
                         if not os.read(self.control, 4096):
                             return  # rank 0 closed the store, or died
+                    elif key.data == "parent":
+                        return  # rank 0 died (a child of it may hold the pipe)
                     else:
-                        conn = key.data
-                        if mask & selectors.EVENT_READ:
-                            self._read(conn)
-                        if mask & selectors.EVENT_WRITE and conn in self.conns:
-                            self._flush(conn)
+                        self._guard(self._event, key.data, mask)
+                self._drain()
                 self._expire(time.monotonic())
+                self._drain()
+                if self.parent_fd is None and self.parent and os.getppid() != self.parent:
+                    return  # rank 0 died: this process has another parent now
+                self._update(time.monotonic())
         finally:
             for conn in list(self.conns):
                 self._drop(conn)
             self.sel.close()
             self.listener.close()
 
-    def _due(self, when: float, conn: _Conn, parks: int) -> None:
-        self.seq += 1
-        heapq.heappush(self.dues, (when, self.seq, conn, parks))
+    # -- the loop's bookkeeping ------------------------------------------
+
+    def _sleep(self, now: float) -> float:
+        """How long select may wait: until the next deadline, handshake
+        limit or end of a pause, and never over the bounds above."""
+        wake = now + (POLL_PARENT_S if self.parent_fd is None else MAX_SLEEP_S)
+        if self.dues:
+            wake = min(wake, self.dues[0][0])
+        if self.fresh:
+            born = next(iter(self.fresh)).born
+            wake = min(wake, born + self.handshake_s)
+            if not self.listening:
+                wake = min(wake, born + SHED_AGE_S)
+        if not self.listening and self.paused_until > now:
+            wake = min(wake, self.paused_until)
+        return max(0.0, wake - now)
+
+    def _guard(self, fn: Callable[..., Any], conn: _Conn, *args: Any) -> None:
+        """fn(conn, *args); an exception it raises ends that connection,
+        not the server (and is reported: it is a bug)."""
+        try:
+            fn(conn, *args)
+        except Exception as exc:  # pylint: disable=broad-except
+            self._report(exc)
+            self._drop(conn)
+
+    def _report(self, exc: BaseException) -> None:
+        self.reports += 1
+        if self.reports <= MAX_REPORTS:
+            try:
+                sys.stderr.write("hcg.torch store: unexpected %s: %s (the store goes on)\n"
+                                 % (type(exc).__name__, exc))
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+
+    def _update(self, now: float) -> None:
+        """Watches what each changed connection and the listener need."""
+        for conn in self.dirty:
+            if conn in self.conns:
+                self._guard(self._watch, conn)
+        self.dirty.clear()
+        want = now >= self.paused_until and (
+            len(self.fresh) < MAX_UNPROVEN
+            or now - next(iter(self.fresh)).born >= SHED_AGE_S)
+        if want != self.listening:
+            if want:
+                self.sel.register(self.listener, selectors.EVENT_READ, "accept")
+            else:
+                self.sel.unregister(self.listener)
+            self.listening = want
+
+    def _watch(self, conn: _Conn) -> None:
+        """Reads from a connection only while what it has sent and what
+        waits for it to read stay within bounds; writes while there is
+        something to send."""
+        want = 0
+        if not conn.proven or (len(conn.outbuf) <= MAX_BUFFERED_OUT
+                               and len(conn.inbuf) < MAX_BUFFERED_IN):
+            want |= selectors.EVENT_READ
+        if conn.outbuf:
+            want |= selectors.EVENT_WRITE
+        if want == conn.mask:
+            return
+        if conn.mask == 0:
+            self.sel.register(conn.sock, want, conn)
+        elif want == 0:
+            self.sel.unregister(conn.sock)
+        else:
+            self.sel.modify(conn.sock, want, conn)
+        conn.mask = want
+
+    def _later(self, conn: _Conn) -> None:
+        """Serves conn's buffered requests from the loop, soon."""
+        if conn.inbuf and not conn.queued:
+            conn.queued = True
+            self.work.append(conn)
+
+    def _drain(self) -> None:
+        while self.work:
+            conn = self.work.popleft()
+            conn.queued = False
+            if conn in self.conns:
+                self._guard(self._serve, conn)
+
+    # -- connections ------------------------------------------------------
 
     def _accept(self) -> None:
-        while True:
+        now = time.monotonic()
+        for i in range(ACCEPT_BATCH):
+            if len(self.fresh) >= MAX_UNPROVEN:
+                # Full: a newer connection takes the place of the oldest
+                # silent one, else the rest wait in the backlog.
+                if i > 0 or not self._shed(now):
+                    return
             try:
                 sock, _ = self.listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:
-                return  # out of descriptors: the next event tries again
-            if self.unproven >= MAX_UNPROVEN:
-                sock.close()
-                continue
-            sock.setblocking(False)
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    if self._shed(now):
+                        continue  # a descriptor is free again
+                    self.paused_until = now + ACCEPT_PAUSE_S
+                    return
+                if exc.errno == errno.ECONNABORTED:
+                    continue  # gone before it was taken
+                self.paused_until = now + ACCEPT_PAUSE_S
+                return
+            conn = _Conn(sock, now)
             try:
+                sock.setblocking(False)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
-            conn = _Conn(sock)
             self.conns.add(conn)
-            self.unproven += 1
-            self._due(time.monotonic() + self.handshake_s, conn, -1)
-            self.sel.register(sock, selectors.EVENT_READ, conn)
-            self._send(conn, HELLO + conn.nonce)
+            self.fresh[conn] = None
+            self._guard(self._send, conn, HELLO + conn.nonce)
+            self.dirty.add(conn)
+
+    def _shed(self, now: float) -> bool:
+        """Frees the place of the oldest unproven connection if it is old
+        enough: it proves itself if its answer is already there, else it is
+        told BUSY and closed. Whether a place was freed."""
+        if not self.fresh:
+            return False
+        conn = next(iter(self.fresh))
+        if now - conn.born < SHED_AGE_S:
+            return False
+        self._guard(self._read, conn)
+        if conn in self.fresh:
+            try:
+                conn.sock.send(bytes(conn.outbuf) + BUSY)
+            except OSError:
+                pass
+            self._drop(conn)
+        return True
 
     def _drop(self, conn: _Conn) -> None:
         if conn not in self.conns:
             return
         self.conns.discard(conn)
-        if not conn.proven:
-            self.unproven -= 1
+        self.fresh.pop(conn, None)
         self._unpark(conn)
-        try:
-            self.sel.unregister(conn.sock)
-        except (KeyError, ValueError):
-            pass
+        if conn.mask:
+            try:
+                self.sel.unregister(conn.sock)
+            except (KeyError, ValueError):
+                pass
+            conn.mask = 0
         conn.sock.close()
+        conn.inbuf = bytearray()
+        conn.outbuf = bytearray()
+
+    def _event(self, conn: _Conn, mask: int) -> None:
+        if mask & selectors.EVENT_READ:
+            self._read(conn)
+        if mask & selectors.EVENT_WRITE and conn in self.conns:
+            self._flush(conn)
 
     def _send(self, conn: _Conn, data: bytes) -> None:
         conn.outbuf += data
         self._flush(conn)
-        if conn in self.conns and conn.outbuf and not conn.writing:
-            conn.writing = True
-            self.sel.modify(conn.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, conn)
 
     def _flush(self, conn: _Conn) -> None:
+        if not conn.outbuf:
+            return
         try:
             sent = conn.sock.send(conn.outbuf)
         except (BlockingIOError, InterruptedError):
-            return
+            sent = 0
         except OSError:
             self._drop(conn)
             return
         del conn.outbuf[:sent]
-        if not conn.outbuf and conn.writing:
-            conn.writing = False
-            self.sel.modify(conn.sock, selectors.EVENT_READ, conn)
+        self.dirty.add(conn)
+        if len(conn.outbuf) <= MAX_BUFFERED_OUT and conn.parked is None:
+            self._later(conn)  # requests held back while it did not read
 
     def _read(self, conn: _Conn) -> None:
+        if conn.proven:
+            want = min(READ_CHUNK, MAX_BUFFERED_IN - len(conn.inbuf))
+        else:
+            want = PROOF - len(conn.inbuf)  # not a byte past the proof
+        if want <= 0:
+            return
         try:
-            data = conn.sock.recv(1 << 16)
+            data = conn.sock.recv(want)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -237,6 +565,7 @@ class Loop:
             self._drop(conn)
             return
         conn.inbuf += data
+        self.dirty.add(conn)
         if not conn.proven:
             if len(conn.inbuf) < PROOF:
                 return
@@ -254,37 +583,57 @@ class Loop:
                 not hmac.compare_digest(answer[len(ANSWER) + NONCE:], want):
             return False
         conn.proven = True
-        self.unproven -= 1
+        self.fresh.pop(conn, None)
         self._send(conn, mac(self.secret, b"server", conn.nonce, client_nonce))
         return True
 
+    # -- requests ---------------------------------------------------------
+
     def _serve(self, conn: _Conn) -> None:
         """Handles the whole requests in the connection's buffer, up to one
-        that waits (its client sends nothing more before the answer)."""
-        while conn in self.conns and conn.parked is None and len(conn.inbuf) >= 4:
+        that waits (its client sends nothing more before the answer), or
+        until its peer has too much to read."""
+        while conn in self.conns and conn.proven and conn.parked is None \
+                and len(conn.outbuf) <= MAX_BUFFERED_OUT and len(conn.inbuf) >= 4:
             (n,) = struct.unpack_from(">I", conn.inbuf, 0)
-            if n == 0 or n > MAX_FRAME:
-                self._drop(conn)
+            if n == 0 or n > MAX_REQUEST:
+                self._answer(conn, ERROR, [b"a request of %d bytes: the store takes at "
+                                           b"most %d (MAX_REQUEST)" % (n, MAX_REQUEST)])
+                self._drop(conn)  # what follows cannot be read as frames
                 return
             if len(conn.inbuf) < 4 + n:
                 return
             body = bytes(conn.inbuf[4:4 + n])
             del conn.inbuf[:4 + n]
+            self.dirty.add(conn)
+            answered = conn.answers
             try:
                 op, f = fields(body)
                 self._handle(conn, op, f)
-            except (ValueError, IndexError):
+            except (ValueError, IndexError, _NotProtocol):
                 self._drop(conn)  # not this protocol: a client's bug
                 return
+            except Exception as exc:  # pylint: disable=broad-except
+                # The server's own failure on this request: this connection
+                # is told (or closed, when it was answered already, or
+                # waits), the store goes on.
+                self._report(exc)
+                if conn.answers != answered or conn.parked is not None:
+                    self._drop(conn)
+                    return
+                self._answer(conn, ERROR, [b"the store failed to serve this request "
+                                           b"(%s)" % type(exc).__name__.encode()])
 
     def _handle(self, conn: _Conn, op: int, f: List[bytes]) -> None:
         data = self.data
         if op == SET and len(f) == 2:
-            data[f[0]] = f[1]
-            self._answer(conn, OK, [])
-            self._changed([f[0]])
+            if self._room(conn, [(f[0], f[1])]):
+                self._put(f[0], f[1])
+                self._answer(conn, OK, [])
+                self._changed([f[0]])
         elif op in (GET, WAIT, MGET) and len(f) >= 2 and (op != GET or len(f) == 2):
-            self._park(conn, op, f[1:], time.monotonic() + int(f[0]) / 1000.0)
+            self._park(conn, op, f[1:],
+                       time.monotonic() + _deadline_ms(f[0]) / 1000.0)
         elif op == ADD and len(f) == 2:
             try:
                 now = int(data.get(f[0], b"0")) + int(f[1])
@@ -292,28 +641,66 @@ class Loop:
                 self._answer(conn, ERROR, [b"the value of key '%s' is not a number"
                                            % f[0][:200]])
                 return
-            data[f[0]] = b"%d" % now
-            self._answer(conn, OK, [data[f[0]]])
-            self._changed([f[0]])
+            value = b"%d" % now
+            if self._room(conn, [(f[0], value)]):
+                self._put(f[0], value)
+                self._answer(conn, OK, [value])
+                self._changed([f[0]])
         elif op == CHECK:
             self._answer(conn, OK, [b"1" if all(k in data for k in f) else b"0"])
         elif op == CAS and len(f) == 3:
             self._compare_set(conn, f[0], f[1], f[2])
         elif op == DELETE and len(f) == 1:
-            self._answer(conn, OK, [b"1" if data.pop(f[0], None) is not None else b"0"])
+            old = data.pop(f[0], None)
+            if old is not None:
+                self.stored -= _cost(f[0], old)
+            self._answer(conn, OK, [b"1" if old is not None else b"0"])
         elif op == NUM and not f:
             self._answer(conn, OK, [b"%d" % len(data)])
         elif op == APPEND and len(f) == 2:
-            data[f[0]] = data.get(f[0], b"") + f[1]
-            self._answer(conn, OK, [])
-            self._changed([f[0]])
+            value = data.get(f[0], b"") + f[1]
+            if self._room(conn, [(f[0], value)]):
+                self._put(f[0], value)
+                self._answer(conn, OK, [])
+                self._changed([f[0]])
         elif op == MSET and len(f) % 2 == 0:
-            for i in range(0, len(f), 2):
-                data[f[i]] = f[i + 1]
-            self._answer(conn, OK, [])
-            self._changed(f[0::2])
+            pairs = dict(zip(f[0::2], f[1::2]))  # the last of a key wins
+            if self._room(conn, list(pairs.items())):
+                for k, v in pairs.items():
+                    self._put(k, v)
+                self._answer(conn, OK, [])
+                self._changed(list(pairs))
+        elif op == STATS and not f:
+            self._answer(conn, OK, self._stats())
         else:
-            raise ValueError("unknown request")
+            raise _NotProtocol("unknown request")
+
+    def _room(self, conn: _Conn, writes: Sequence[Tuple[bytes, bytes]]) -> bool:
+        """Whether the store may take these writes, within MAX_VALUE and
+        its limit on what it holds; if not, conn is told which limit."""
+        grow = 0
+        for k, v in writes:
+            if len(v) > MAX_VALUE:
+                self._answer(conn, ERROR, [b"a value of %d bytes for key '%s': the "
+                                           b"store holds values of at most %d bytes "
+                                           b"(MAX_VALUE)" % (len(v), k[:200], MAX_VALUE)])
+                return False
+            old = self.data.get(k)
+            grow += _cost(k, v) - (_cost(k, old) if old is not None else 0)
+        if grow > 0 and self.stored + grow > self.max_stored:
+            self._answer(conn, ERROR, [b"the store is full: it holds %d bytes of keys "
+                                       b"and values, this write needs %d more, and its "
+                                       b"limit is %d bytes (MAX_STORED)"
+                                       % (self.stored, grow, self.max_stored)])
+            return False
+        return True
+
+    def _put(self, key: bytes, value: bytes) -> None:
+        old = self.data.get(key)
+        if old is not None:
+            self.stored -= _cost(key, old)
+        self.data[key] = value
+        self.stored += _cost(key, value)
 
     def _compare_set(self, conn: _Conn, key: bytes, expected: bytes, desired: bytes) -> None:
         """As torch's stores: a missing key is set when ``expected`` is
@@ -321,34 +708,60 @@ class Loop:
         the value now (``expected`` for a key still missing)."""
         current = self.data.get(key)
         if (current is None and expected == b"") or current == expected:
-            self.data[key] = desired
-            self._answer(conn, OK, [desired])
-            self._changed([key])
+            if self._room(conn, [(key, desired)]):
+                self._put(key, desired)
+                self._answer(conn, OK, [desired])
+                self._changed([key])
         else:
             self._answer(conn, OK, [expected if current is None else current])
 
+    def _stats(self) -> List[bytes]:
+        return [b"%s=%d" % (name.encode(), value) for name, value in (
+            ("connections", len(self.conns)), ("unproven", len(self.fresh)),
+            ("parked", self.nparked), ("deadlines", len(self.dues)),
+            ("keys", len(self.data)), ("stored", self.stored),
+            ("max_stored", self.max_stored),
+            ("buffered_in", sum(len(c.inbuf) for c in self.conns)),
+            ("buffered_out", sum(len(c.outbuf) for c in self.conns)),
+            ("listening", int(self.listening)))]
+
     def _answer(self, conn: _Conn, status: int, out: Sequence[bytes]) -> None:
+        conn.answers += 1
         self._send(conn, frame(status, out))
 
-    def _ready(self, conn: _Conn) -> bool:
-        """Answers a parked request whose keys all exist now."""
-        assert conn.parked is not None
-        op, keys, _ = conn.parked
-        if not all(k in self.data for k in keys):
-            return False
-        self._unpark(conn)
-        self._answer(conn, OK, [self.data[k] for k in keys] if op != WAIT else [])
-        return True
+    def _answer_wait(self, conn: _Conn, op: int, keys: List[bytes]) -> None:
+        """Answers a wait whose keys all exist."""
+        if op == WAIT:
+            self._answer(conn, OK, [])
+            return
+        values = [self.data[k] for k in keys]
+        size = 1 + sum(4 + len(v) for v in values)
+        if size > MAX_ANSWER:
+            self._answer(conn, ERROR, [b"an answer of %d bytes: the store sends at "
+                                       b"most %d (MAX_ANSWER); get fewer keys at once"
+                                       % (size, MAX_ANSWER)])
+        else:
+            self._answer(conn, OK, values)
 
     def _park(self, conn: _Conn, op: int, keys: List[bytes], deadline: float) -> None:
-        conn.parked = (op, keys, deadline)
-        conn.parks += 1
-        if self._ready(conn):
+        if all(k in self.data for k in keys):
+            self._answer_wait(conn, op, keys)
             return
+        conn.parked = (op, keys)
+        conn.parks += 1
+        self.nparked += 1
         for k in keys:
             if k not in self.data:
                 self.waiting.setdefault(k, set()).add(conn)
-        self._due(deadline, conn, conn.parks)
+        self.seq += 1
+        heapq.heappush(self.dues, (deadline, self.seq, conn, conn.parks))
+        if len(self.dues) > 2 * self.nparked + 64:
+            self.dues = [e for e in self.dues if self._live(e)]
+            heapq.heapify(self.dues)
+
+    def _live(self, entry: Entry) -> bool:
+        conn = entry[2]
+        return conn in self.conns and conn.parked is not None and conn.parks == entry[3]
 
     def _unpark(self, conn: _Conn) -> None:
         if conn.parked is None:
@@ -360,35 +773,88 @@ class Loop:
                 if not waiters:
                     del self.waiting[k]
         conn.parked = None
+        self.nparked -= 1
+
+    def _wake(self, conn: _Conn) -> None:
+        """Answers conn's parked wait if its keys all exist now; its next
+        requests are served from the loop (see ``work``)."""
+        if conn.parked is None:
+            return
+        op, keys = conn.parked
+        if all(k in self.data for k in keys):
+            self._unpark(conn)
+            self._answer_wait(conn, op, keys)
+            self._later(conn)
 
     def _changed(self, keys: Sequence[bytes]) -> None:
         for k in keys:
             for conn in list(self.waiting.get(k, ())):
-                if conn.parked is not None and self._ready(conn) and conn.inbuf:
-                    self._serve(conn)
+                self._guard(self._wake, conn)
+
+    def _timeout(self, conn: _Conn) -> None:
+        self._unpark(conn)
+        self._answer(conn, TIMEOUT, [])
+        self._later(conn)
 
     def _expire(self, now: float) -> None:
         while self.dues and self.dues[0][0] <= now:
-            _, _, conn, parks = heapq.heappop(self.dues)
-            if conn not in self.conns:
-                continue
-            if parks < 0:
-                if not conn.proven:
-                    self._drop(conn)  # never proved itself
-            elif conn.parked is not None and conn.parks == parks:
-                self._unpark(conn)
-                self._answer(conn, TIMEOUT, [])
-                if conn.inbuf:
-                    self._serve(conn)
+            entry = heapq.heappop(self.dues)
+            if self._live(entry):
+                self._guard(self._timeout, entry[2])
+        while self.fresh:
+            conn = next(iter(self.fresh))
+            if conn.born + self.handshake_s > now:
+                break
+            self._guard(self._read, conn)  # an answer that came meanwhile
+            if conn in self.fresh:
+                self._drop(conn)  # never proved itself
+
+
+def _raise_nofile() -> None:
+    """Raises this process's soft limit on open files to its hard one: a
+    job of more ranks than the soft limit (often 1024) would otherwise not
+    form, its last ranks' connections left in the backlog."""
+    try:
+        import resource
+    except ImportError:
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = hard
+        if hard == resource.RLIM_INFINITY:
+            try:
+                with open("/proc/sys/fs/nr_open", "rb") as f:
+                    target = int(f.read())
+            except (OSError, ValueError):
+                target = 1 << 20
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (OSError, ValueError):
+        pass  # not allowed: the limit stays, and EMFILE is handled
+
+
+def _watch_parent(pid: int) -> Optional[int]:
+    """A pidfd of rank 0 (readable once it ends), or None where the kernel
+    or Python has none (then the loop polls getppid())."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        return int(pidfd_open(pid))
+    except OSError:
+        return None
 
 
 def main() -> int:
     # A Ctrl-C reaches the whole step: rank 0 decides, and closes the store.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    line = sys.stdin.buffer.readline().decode("ascii", "replace").split()
+    _raise_nofile()
+    line = sys.stdin.buffer.readline(4096)
     try:
-        host, port, handshake_s, secret = line[0], int(line[1]), float(line[2]), \
-            bytes.fromhex(line[3])
+        host, port, handshake_s, max_stored, parent, secret = parse_start(line)
+        parent_fd = _watch_parent(parent)
+        if os.getppid() != parent:  # checked after pidfd_open: no pid reuse
+            raise ValueError("the process that started the store (%d) is gone" % parent)
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM)[0]
         listener = socket.socket(family, kind, proto)
@@ -403,7 +869,8 @@ def main() -> int:
         return 1
     print(listener.getsockname()[1], flush=True)
     sys.stdout.close()
-    Loop(listener, secret, handshake_s, sys.stdin.fileno()).run()
+    Loop(listener, secret, handshake_s, sys.stdin.fileno(), parent, parent_fd,
+         max_stored).run()
     return 0
 
 

@@ -85,8 +85,11 @@ class _BridgeBase(torch.nn.Module):  # type: ignore[misc] # torch is Any to mypy
         self._timeout = group_timeout(timeout)
 
     def _group(self, key: str, members: Sequence[int]) -> Any:
+        """This rank's group of ``members``: one of the process's shared
+        groups (the object new_collection() gives for those ranks)."""
         spec = _groups.GroupSpec(key, tuple(members), STATE.backend,
-                                 self._timeout, None)
+                                 self._timeout, None,
+                                 _groups.members_tag(members), shared=True)
         return _groups.build([spec], self.rank)[key]
 
     def _cuda_only(self) -> bool:

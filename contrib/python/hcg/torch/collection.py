@@ -17,7 +17,6 @@ one process group object.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -239,11 +238,8 @@ def _remat_request(layout: Layout, g: Any, view: str, dim: str) -> Any:
     return None
 
 
-def _members_tag(members: Sequence[int]) -> str:
-    """A store name for a group of these ranks, the same on every member:
-    their count and a digest of the list (O(group size) to compute)."""
-    digest = hashlib.sha1(",".join(map(str, members)).encode()).hexdigest()
-    return "ranks%d.%s" % (len(members), digest[:16])
+#: A store name for a group of these ranks (see groups.members_tag).
+_members_tag = _groups.members_tag
 
 
 class GroupFactory:
@@ -274,6 +270,17 @@ class GroupFactory:
     for all of them (as for alias fields). ``share_equal=False``: one
     process group per key, as Megatron-LM makes them.
 
+    ``shared=False`` (a factory you make yourself): a fresh set of groups,
+    this factory's own. ``shared=True`` (what :func:`new_collection`,
+    :func:`new_collections`, :func:`hcg.torch.device_mesh`,
+    :func:`hcg.torch.torchtitan_meshes`, ``HyperCommGrid.create_pg`` and
+    the bridges use): the process's shared groups, so that every plain
+    call hands out the same group object for the same ranks, backend and
+    timeout, and nothing is made twice. A group whose ``options_fn`` entry
+    sets anything is this factory's own either way. A group destroyed
+    (``destroy_process_group``, :meth:`destroy`, the whole world's) is
+    never handed out again: the next call makes it anew.
+
     Args:
         source: see above.
         backend: of every group; default hcg.torch.init()'s.
@@ -282,6 +289,7 @@ class GroupFactory:
         pg_options: torch's options of every group.
         options_fn: key -> options for that group, or None.
         share_equal: see above.
+        shared: see above.
 
     Raises:
         NotInitializedError: torch.distributed is not initialized.
@@ -295,7 +303,11 @@ class GroupFactory:
                  backend: Optional[str] = None, timeout: Optional[Timeout] = None,
                  pg_options: Any = None,
                  options_fn: Optional[Callable[[str], Optional[Mapping[str, Any]]]] = None,
-                 share_equal: bool = True) -> None:
+                 share_equal: bool = True, shared: bool = False) -> None:
+        for name, flag in (("share_equal", share_equal), ("shared", shared)):
+            if not isinstance(flag, bool):
+                raise HcgTypeError(Status.EINVAL, "GroupFactory(%s=...) takes "
+                                   "True or False, got %r" % (name, flag))
         self._dist = dist()
         self.layout, self.rank, self._owned = _resolve(source, self._dist)
         # The plugin's placement verdicts, when the groups are this task's.
@@ -314,6 +326,8 @@ class GroupFactory:
         self._pg_options = pg_options
         self._options_fn = options_fn
         self._share_equal = share_equal
+        #: whether this factory's groups are the process's shared ones
+        self.shared = shared
         # key -> (process group, members)
         self._groups: Dict[str, Tuple[ProcessGroup, List[int]]] = {}
         # what a process group is shared by -> the group (see _identity)
@@ -343,9 +357,23 @@ class GroupFactory:
         if self._share_equal and not extra:
             tag = _members_tag(members)
         return _groups.GroupSpec(key, tuple(members), kw["backend"],
-                                 kw["timeout"], kw["pg_options"], tag)
+                                 kw["timeout"], kw["pg_options"], tag,
+                                 shared=self.shared and not extra)
+
+    def _forget_dead(self) -> None:
+        """Forgets the groups destroyed since they were made (by
+        :meth:`destroy` of another holder, ``destroy_process_group``), so
+        that the next call makes them anew instead of handing them out."""
+        dead = {id(g) for g, _ in self._groups.values()
+                if not _groups.alive(g, self._dist)}
+        if dead:
+            for key in [k for k, (g, _) in self._groups.items() if id(g) in dead]:
+                del self._groups[key]
+            for ident in [i for i, g in self._objects.items() if id(g) in dead]:
+                del self._objects[ident]
 
     def _ensure(self, wanted: Iterable[Tuple[str, List[int]]]) -> None:
+        self._forget_dead()
         todo: Dict[str, List[int]] = {}
         for key, members in wanted:
             if key not in self._groups and key not in todo:
@@ -535,14 +563,35 @@ class GroupFactory:
         """
         return list(self._groups[key][1])
 
+    def alone(self) -> ProcessGroup:
+        """This rank's group of one (it connects nothing): what backs a
+        mesh dimension of size 1 that no layout dim gives
+        (:func:`hcg.torch.device_mesh`'s ``(NAME, ())``). With
+        ``share_equal`` it is the same object as every group of this rank
+        alone (a size-1 dim's).
+
+        Returns:
+            The process group.
+
+        Raises:
+            As :meth:`group`.
+        """
+        key = "rank%d#alone" % self.rank
+        self._ensure([(key, [self.rank])])
+        return self._groups[key][0]
+
     def destroy(self) -> None:
-        """Destroys the process groups this factory created, each once, and
-        forgets them (a later call creates them again)."""
+        """Destroys the process groups this factory handed out, each once,
+        and forgets them (a later call creates them again). With
+        ``shared=True`` they are the process's shared groups: every other
+        holder (a mesh, another collection) loses them too, and the next
+        plain call makes them anew."""
         seen = set()
         for group, _ in self._groups.values():
             if id(group) not in seen:
                 seen.add(id(group))
-                self._dist.destroy_process_group(group)
+                if _groups.alive(group, self._dist):  # not by another holder
+                    self._dist.destroy_process_group(group)
         self._groups.clear()
         self._objects.clear()
 
@@ -557,10 +606,18 @@ def new_collection(source: Source = None, grid: GridRef = None,
     """One grid's :class:`ProcessGroups`. The factory stays reachable as
     ``.factory``.
 
+    Its groups are the process's shared groups (``shared=True``): called
+    again, or after :func:`hcg.torch.device_mesh`,
+    :func:`hcg.torch.torchtitan_meshes`, ``HyperCommGrid.create_pg`` or a
+    bridge, it hands out the same group objects for the same ranks,
+    backend and timeout (``mesh["tp"].get_group() is pgs.tp``) and makes
+    nothing twice. ``shared=False`` asks for a fresh set.
+
     Args:
         source: as :class:`GroupFactory`'s.
         grid: as :meth:`GroupFactory.collection`'s.
-        **kwargs: :class:`GroupFactory`'s keyword arguments.
+        **kwargs: :class:`GroupFactory`'s keyword arguments (``shared``
+            defaults to True here).
 
     Returns:
         The collection.
@@ -568,6 +625,7 @@ def new_collection(source: Source = None, grid: GridRef = None,
     Raises:
         As :class:`GroupFactory` and :meth:`GroupFactory.collection`.
     """
+    kwargs.setdefault("shared", True)
     return GroupFactory(source, **kwargs).collection(grid)
 
 
@@ -575,12 +633,14 @@ def new_collections(source: Source = None,
                     grids: Optional[Iterable[GridRef]] = None,
                     **kwargs: Any) -> MultiModuleCollection:
     """Every grid's :class:`ProcessGroups` (MIMO), made by one factory in one
-    batch. A rank gets None in the grids it is not in.
+    batch. A rank gets None in the grids it is not in. Its groups are the
+    process's shared groups, as :func:`new_collection`'s.
 
     Args:
         source: as :class:`GroupFactory`'s.
         grids: the grids; default all of them.
-        **kwargs: :class:`GroupFactory`'s keyword arguments.
+        **kwargs: :class:`GroupFactory`'s keyword arguments (``shared``
+            defaults to True here).
 
     Returns:
         grid name -> collection.
@@ -588,6 +648,7 @@ def new_collections(source: Source = None,
     Raises:
         As :class:`GroupFactory` and :meth:`GroupFactory.collections`.
     """
+    kwargs.setdefault("shared", True)
     return GroupFactory(source, **kwargs).collections(grids)
 
 

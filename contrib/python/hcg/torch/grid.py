@@ -472,11 +472,19 @@ class HyperCommGrid:
         if not self.layout.grid(self._name).contains(rank):
             return _Planned(self, key, None)
         members = self.layout.group_of_rank(req, rank).members
+        # Without options of its own (group_desc, pg_options) the group is
+        # one of the process's shared groups, named by its members: the
+        # object new_collection() and device_mesh() hand out for these
+        # ranks, backend and timeout. With them, the grid's own.
+        shared = kwargs.get("pg_options") is None and \
+            kwargs.get("group_desc") is None
         spec = _groups.GroupSpec(
             req.key, tuple(members),
             kwargs.get("backend") or self.backend or STATE.backend,
             group_timeout(kwargs.get("timeout")), kwargs.get("pg_options"),
-            "%s.%s" % (req.key, self._tag), kwargs.get("group_desc"))
+            _groups.members_tag(members) if shared else
+            "%s.%s" % (req.key, self._tag), kwargs.get("group_desc"),
+            shared=shared)
         return _Planned(self, key, spec)
 
     def create_pg(self, dims: Dims, *, view: Optional[str] = None,
@@ -484,7 +492,11 @@ class HyperCommGrid:
         """Creates this rank's process group over ``dims``.
 
         Only the members of the group take part (no world-collective call);
-        a rank outside the grid gets None and makes no call.
+        a rank outside the grid gets None and makes no call. Without
+        ``group_desc`` and ``pg_options`` the group is one of the process's
+        shared groups: the object ``hcg.torch.new_collection()`` and
+        ``hcg.torch.device_mesh()`` hand out for the same ranks, backend and
+        timeout (made once); with either, a group of this grid's own.
 
         Args:
             dims: a dim name or a list of them (any order) of the view.
@@ -582,7 +594,10 @@ class HyperCommGrid:
     def destroy(self) -> None:
         """Destroys the groups of this grid that hold this rank, each
         object once (a view's shared group is the base's), and forgets all
-        of them. Views stay registered."""
+        of them. Views stay registered. A group this grid shares with
+        other holders (the process's shared groups: ``new_collection()``,
+        another grid) is destroyed for them too; one already destroyed
+        there is skipped."""
         pgs = list(self._pgs.values())
         self._pgs.clear()
         if not any(_is_member(pg) for pg in pgs):
@@ -592,7 +607,8 @@ class HyperCommGrid:
         for pg in pgs:
             if _is_member(pg) and id(pg) not in seen:
                 seen.add(id(pg))
-                d.destroy_process_group(pg)
+                if _groups.alive(pg, d):
+                    d.destroy_process_group(pg)
 
     def __repr__(self) -> str:
         return "<hcg.torch.HyperCommGrid %s>" % self.layout.text

@@ -41,10 +41,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
+import hashlib
 import inspect
 import os
 import threading
 import time
+import weakref
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import HcgError, HcgRuntimeError, HcgValueError, Status
@@ -67,7 +69,9 @@ class GroupSpec(NamedTuple):
     and the keyword arguments of its creation (backend, timeout,
     pg_options). ``tag`` names the group in the store (default: the key);
     every member must give the same tag. ``desc`` is torch's group_desc
-    where torch takes one (default: the key)."""
+    where torch takes one (default: the key). ``shared``: the group may
+    come from, and goes to, this process's shared groups (see
+    :func:`build`); only a spec without ``pg_options`` and ``desc`` is."""
 
     key: str
     members: Tuple[int, ...]
@@ -76,6 +80,14 @@ class GroupSpec(NamedTuple):
     pg_options: Any = None
     tag: Optional[str] = None
     desc: Optional[str] = None
+    shared: bool = False
+
+
+def members_tag(members: Sequence[int]) -> str:
+    """A store name for a group of these ranks, the same on every member:
+    their count and a digest of the list (O(group size) to compute)."""
+    digest = hashlib.sha1(",".join(map(str, members)).encode()).hexdigest()
+    return "ranks%d.%s" % (len(members), digest[:16])
 
 
 _created_lock = threading.Lock()
@@ -289,9 +301,121 @@ def describe(s: GroupSpec) -> str:
     return "process group '%s' (ranks %s)" % (s.key, _meet.span(s.members))
 
 
+# ---- the process's shared groups ---------------------------------------------
+
+#: What identifies a shared group: its store tag, its members, its backend
+#: and its timeout in seconds.
+PoolKey = Tuple[str, Tuple[int, ...], str, float]
+
+_pool_lock = threading.Lock()
+#: The shared groups of this process (see build), by PoolKey. Bounded by
+#: the groups that hold this rank, never by the world size.
+_pool: Dict[PoolKey, ProcessGroup] = {}
+#: The default group the shared groups were made under: a weak reference
+#: to it (or its id where it takes none).
+_pool_world: List[Any] = [None]
+
+
+def _default_group(d: Dist) -> Any:
+    try:
+        return d.distributed_c10d._get_default_group()
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def _same_world(d: Dist, token: Any) -> bool:
+    """Whether ``token`` (from _world_token) is the current default group."""
+    if token is None:
+        return False
+    current = _default_group(d)
+    if current is None:
+        return False
+    if isinstance(token, weakref.ref):
+        return token() is current
+    return bool(token == id(current))
+
+
+def _world_token(d: Dist) -> Any:
+    current = _default_group(d)
+    if current is None:
+        return None
+    try:
+        return weakref.ref(current)
+    except TypeError:
+        return id(current)
+
+
+def world_token(d: Optional[Dist] = None) -> Any:
+    """A token of torch's current default process group, for
+    :func:`same_world`: caches of groups are keyed by it, so that a group
+    made before ``destroy_process_group()`` is never taken for one of the
+    next world."""
+    return _world_token(d or dist())
+
+
+def same_world(token: Any, d: Optional[Dist] = None) -> bool:
+    """Whether ``token`` (from :func:`world_token`) names torch's current
+    default process group."""
+    return _same_world(d or dist(), token)
+
+
+def alive(pg: ProcessGroup, d: Optional[Dist] = None) -> bool:
+    """Whether ``pg`` is still one of torch's live process groups: not
+    destroyed (``destroy_process_group(pg)``, or the whole world's)."""
+    d = d or dist()
+    if not d.is_initialized():
+        return False
+    tables = _registry(d.distributed_c10d)
+    if tables is None:
+        return True  # no table to ask: trust the world token
+    try:
+        return pg in tables[0]
+    except TypeError:
+        return False
+
+
+def _pool_key(s: GroupSpec, default_backend: str) -> Optional[PoolKey]:
+    if not s.shared or s.pg_options is not None or s.desc is not None:
+        return None
+    return (s.tag or s.key, tuple(s.members), str(s.backend or default_backend),
+            s.timeout.total_seconds())
+
+
+def _pooled(d: Dist, key: PoolKey) -> Optional[ProcessGroup]:
+    """The live shared group of ``key``; forgets every shared group when
+    the default group is not the one they were made under, and ``key``'s
+    when its group was destroyed."""
+    if not _same_world(d, _pool_world[0]):
+        _pool.clear()
+        _pool_world[0] = _world_token(d)
+    pg = _pool.get(key)
+    if pg is not None and not alive(pg, d):
+        del _pool[key]
+        pg = None
+    return pg
+
+
+def shared_groups() -> int:
+    """How many live shared groups this process holds (for tests and
+    benchmarks: every plain call of hcg.torch takes its groups there)."""
+    d = dist()
+    with _pool_lock:
+        if not d.is_initialized() or not _same_world(d, _pool_world[0]):
+            return 0
+        return sum(1 for pg in _pool.values() if alive(pg, d))
+
+
 def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, ProcessGroup]:
     """Creates the groups of ``specs`` (all holding ``rank``) and returns
-    key -> process group. Only their members call this, in any order."""
+    key -> process group. Only their members call this, in any order.
+
+    A ``shared`` spec (see :class:`GroupSpec`) is first looked up among
+    this process's shared groups: a live group made earlier, under the same
+    default group, with the same tag, members, backend and timeout is
+    handed out again and nothing is made; one made here is kept there for
+    later calls. Every member decides alike, as long as the members made
+    the same calls for that group (which hcg asks of them anyway). Specs
+    of one call that name the same shared group get one group."""
     d = dist()
     if not d.is_initialized():
         raise NotInitializedError(Status.EINVAL, "torch.distributed is not initialized: "
@@ -300,10 +424,40 @@ def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, ProcessGroup]:
         if rank not in s.members:
             raise HcgValueError(Status.ENOTMEMBER, "rank %d is not a member of "
                                 "group '%s'" % (rank, s.key))
-    order = sorted(specs, key=lambda s: (-len(s.members), s.key))
-    if not order:
+    if not specs:
         return {}
-    return _Build(d, way(d), order, rank).run()
+    default_backend = str(d.get_backend())
+    out: Dict[str, ProcessGroup] = {}
+    todo: List[GroupSpec] = []
+    first: Dict[PoolKey, GroupSpec] = {}  # pool key -> the spec that makes it
+    later: List[Tuple[str, PoolKey]] = []  # keys served by another spec
+    with _pool_lock:
+        for s in specs:
+            pk = _pool_key(s, default_backend)
+            if pk is None:
+                todo.append(s)
+                continue
+            found = _pooled(d, pk)
+            if found is not None:
+                out[s.key] = found
+            elif pk in first:
+                later.append((s.key, pk))
+            else:
+                first[pk] = s
+                todo.append(s)
+    if todo:
+        order = sorted(todo, key=lambda s: (-len(s.members), s.key))
+        made = _Build(d, way(d), order, rank).run()
+        out.update(made)
+        with _pool_lock:
+            if not _same_world(d, _pool_world[0]):
+                _pool.clear()
+                _pool_world[0] = _world_token(d)
+            for pk, s in first.items():
+                _pool[pk] = made[s.key]
+    for key, pk in later:
+        out[key] = out[first[pk].key]
+    return out
 
 
 #: Clients of the job's store that no build is using, for the next one
@@ -357,30 +511,44 @@ class _Build:
             self.clients.store = store
         return self.clients.store
 
-    def fresh(self, prefix: str) -> Optional[Store]:
-        """A new client for the post-mortem: after torch failed, the
-        thread's client may be unusable."""
+    def _fresh_client(self) -> Optional[Store]:
+        """A new client of the job's store, or None when none opens."""
         try:
-            client = (self.c10d._get_default_store() if self.base is None else
-                      jobstore.connect(self.base[0], self.base[1], STATE.store_secret,
-                                       datetime.timedelta(seconds=10)))
-            return self.d.PrefixStore(prefix, client)
+            return (self.c10d._get_default_store() if self.base is None else
+                    jobstore.connect(self.base[0], self.base[1], STATE.store_secret,
+                                     datetime.timedelta(seconds=10)))
         except Exception:  # pylint: disable=broad-except
             return None
 
+    def fresh(self, prefix: str) -> Optional[Store]:
+        """A new client for the post-mortem: after torch failed, the
+        thread's client may be unusable."""
+        client = self._fresh_client()
+        return None if client is None else self.d.PrefixStore(prefix, client)
+
     def report(self, exc: HcgError) -> None:
         """Tells the members of every group this rank has not finished
-        that it failed, so that none of them waits for it."""
+        that it failed, so that none of them waits for it. Whatever failed
+        (this thread's client too), it tries a connection of its own."""
         self.failed.set()
         with self.lock:
             left = [s for s in self.order if s.key not in self.finished]
         try:
-            store = self.client()
-        except HcgError:
-            return
+            store: Optional[Store] = self.client()
+        except Exception:  # pylint: disable=broad-except
+            store = None
+        fresh = False
         for s in left:
-            _meet.report(self.d.PrefixStore(self.prefixes[s.key], store),
-                         self.rank, exc)
+            prefix = self.prefixes[s.key]
+            if store is not None and _meet.report(
+                    self.d.PrefixStore(prefix, store), self.rank, exc):
+                continue
+            if fresh:
+                continue  # that store failed too: nothing else to try
+            store, fresh = self._fresh_client(), True
+            if store is None:
+                return  # no store: the others time out, naming this rank
+            _meet.report(self.d.PrefixStore(prefix, store), self.rank, exc)
 
     def one(self, s: GroupSpec) -> ProcessGroup:
         if self.failed.is_set():
@@ -401,11 +569,17 @@ class _Build:
                                             time.monotonic() - start) from None
         except _meet.Cancelled:
             raise
-        except Exception as exc:  # pylint: disable=broad-except
+        except BaseException as exc:  # pylint: disable=broad-except
+            # Whatever failed before or at the meeting (hcg, the store, a
+            # bug, an interrupt): the other members learn it now.
             err = exc if isinstance(exc, HcgError) else HcgRuntimeError(
-                Status.EIO, "%s: %s" % (what, _meet.first_line(exc)))
+                Status.EIO, "%s: %s" % (what, _meet.describe_exception(exc)))
             self.report(err)
-            raise err from None
+            if not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt, SystemExit: as they came
+            if err is exc:
+                raise
+            raise err from exc
         keep_backends(pg)
         with self.lock:
             self.finished[s.key] = pg

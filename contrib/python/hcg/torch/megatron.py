@@ -679,7 +679,8 @@ class HeteroTopology:
 
     def destroy(self) -> None:
         """Destroys every group of the topology that holds this rank, each
-        once."""
+        once (a group shared with another holder, already destroyed there,
+        is skipped)."""
         seen = set()
         pending = [pg for pg in self.embedding if pg is not None]
         if pending:
@@ -687,7 +688,8 @@ class HeteroTopology:
             for pg in pending:
                 if id(pg) not in seen:
                     seen.add(id(pg))
-                    d.destroy_process_group(pg)
+                    if _groups.alive(pg, d):
+                        d.destroy_process_group(pg)
         self.embedding = (None, None)
         for grid in self.grids.values():
             grid.destroy()
@@ -875,5 +877,7 @@ def _embedding_specs(grid: HyperCommGrid, rank: int, backend: Optional[str],
         key = "%s#%s" % (grid.name, kind)
         out.append(_groups.GroupSpec(
             key, tuple(members), backend or grid.backend or STATE.backend,
-            group_timeout(timeout), opts, "%s.%s" % (key, grid._tag)))
+            group_timeout(timeout), opts,
+            "%s.%s" % (key, grid._tag) if opts is not None
+            else _groups.members_tag(members), shared=opts is None))
     return out

@@ -10,8 +10,9 @@ makes by their members alone (:mod:`hcg.torch.groups`), and the N-D array
 of ranks comes from the layout, so:
 
 * every mesh dimension's group is hcg's group of those layout dims, the
-  same object :func:`hcg.torch.new_collection` gives when the factory is
-  shared (``mesh["tp"].get_group() is pgs.tp``); the mesh makes no group;
+  same object :func:`hcg.torch.new_collection` gives (both take the
+  process's shared groups: ``mesh["tp"].get_group() is pgs.tp``); the
+  mesh makes no group;
 * a flattened dimension the caller names (``dp_cp``, torchtitan's
   ``loss``) is hcg's group of its dims too, registered on the mesh the way
   torch's own ``_flatten`` registers one, so ``mesh["dp_cp"]`` and a later
@@ -35,6 +36,7 @@ from ..errors import HcgError, HcgValueError, Status
 from ..layout import Dim, Grid, GridRef, Layout, View
 from ._base import STATE, dist
 from .collection import GroupFactory
+from .groups import same_world, world_token
 
 #: One mesh dimension: a layout dim's name, or ``(NAME, DIMS)``: a dimension
 #: called NAME made of several layout dims, listed outermost (slowest)
@@ -83,18 +85,23 @@ def _mesh_class() -> Any:
 
 # ---- the factory every device_mesh call shares by default --------------------
 
-_default: Dict[str, Any] = {"factory": None, "task": None}
+_default: Dict[str, Any] = {"factory": None, "task": None, "world": None}
 
 
 def default_factory() -> GroupFactory:
     """The :class:`GroupFactory` that :func:`device_mesh` uses when given
-    none: one per process (made again when ``hcg.torch.init()`` recorded
-    another task), so meshes built one after another share their groups."""
+    none: one per process over the process's shared groups
+    (``shared=True``), so meshes built one after another, and
+    :func:`hcg.torch.new_collection`'s collections, hand out the same
+    group objects. It is made again when ``hcg.torch.init()`` recorded
+    another task or torch's default group is another one (after
+    ``destroy_process_group()``)."""
     factory: Optional[GroupFactory] = _default["factory"]
     if factory is None or _default["task"] is not STATE.task or \
-            factory.layout.closed:
-        factory = GroupFactory()
+            factory.layout.closed or not same_world(_default["world"]):
+        factory = GroupFactory(shared=True)
         _default["factory"], _default["task"] = factory, STATE.task
+        _default["world"] = world_token()
     return factory
 
 
@@ -180,7 +187,7 @@ def _parse_dims(dims: Any, view: View, where: str) -> List[Tuple[str, Tuple[str,
         else:
             raise MeshError(Status.EINVAL, "a mesh dim is a layout dim's name "
                             "or (NAME, [DIMS...]), got %r" % (item,))
-        if not names:
+        if not names and isinstance(item, str):
             raise MeshError(Status.EINVAL, "mesh dim '%s' names no layout dim"
                             % name)
         if any(name == n for n, _ in out):
@@ -356,7 +363,9 @@ def device_mesh(dims: Sequence[MeshDim], *, grid: GridRef = None,
             layout lists them fastest first). Each is a dim of the grid or
             view (``"tp"``), or ``(NAME, DIMS)``: one mesh dim called NAME
             made of several layout dims, outermost first
-            (``("fsdp", ["dp_shard", "cp"])``). A layout dim may be in one
+            (``("fsdp", ["dp_shard", "cp"])``), or of none (``("ep", ())``:
+            a dim of size 1, backed by this rank's group of one, which
+            connects nothing). A layout dim may be in one
             mesh dim only; dims left out keep this rank's coordinates (the
             mesh is then this rank's slice, like a submesh).
         grid: the grid; default as :func:`hcg.torch.new_collection`: the
@@ -368,10 +377,11 @@ def device_mesh(dims: Sequence[MeshDim], *, grid: GridRef = None,
         device_type: the mesh's device kind; default ``"cuda"`` when the
             groups' backend is NCCL, else ``"cpu"``.
         factory: the :class:`hcg.torch.GroupFactory` whose groups to use (or
-            a collection it made: ``factory=pgs`` gives
-            ``mesh["tp"].get_group() is pgs.tp``). Default: one factory per
-            process shared by every ``device_mesh`` call
-            (:func:`default_factory`).
+            a collection it made). Default: one factory per process over
+            the process's shared groups (:func:`default_factory`), the
+            groups :func:`hcg.torch.new_collection` hands out too:
+            ``mesh["tp"].get_group() is pgs.tp`` without naming a factory.
+            A factory of your own (``GroupFactory()``) is a fresh set.
 
     Returns:
         torch.distributed.device_mesh.DeviceMesh: ``mesh_dim_names`` are the
@@ -419,10 +429,17 @@ def device_mesh(dims: Sequence[MeshDim], *, grid: GridRef = None,
                         "grid's ranks (TaskEnv.layout.grid(NAME).contains("
                         "rank))" % (rank, g.name, g.offset, g.offset + g.size - 1))
     plan = _Plan(layout, rank, g, v, parsed, flat)
-    requests = [plan.request(names) for _, names in parsed]
-    requests += [plan.request(plan.layout_dims(index)) for _, index in flat]
+    requests = [plan.request(names) if names else None for _, names in parsed]
+    requests += [plan.request(plan.layout_dims(index)) if plan.layout_dims(index)
+                 else None for _, index in flat]
     ranks = plan.ranks()
-    groups = fac.groups_of(requests)
+    groups = fac.groups_of([r for r in requests if r is not None])
+    if any(r is None for r in requests):
+        # A mesh dim of no layout dim has size 1: this rank's group of one
+        # backs it (no connection; one object for every such dim).
+        alone = fac.alone()
+        made = iter(groups)
+        groups = [alone if r is None else next(made) for r in requests]
     mesh = mesh_class.from_group(groups[:len(parsed)], kind, mesh=ranks,
                                  mesh_dim_names=tuple(n for n, _ in parsed))
     for (name, index), group in zip(flat, groups[len(parsed):]):

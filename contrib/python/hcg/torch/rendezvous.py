@@ -225,6 +225,14 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
             except OSError as exc:  # no address of its own
                 problem = HcgRuntimeError(Status.EIO, "rank 0 found no address of "
                                           "this host to publish: %s" % exc)
+            except Exception as exc:  # pylint: disable=broad-except
+                # Whatever else failed (a bug, a library hcg did not
+                # expect to fail): the others learn it through the
+                # broadcast all the same, never at their timeout.
+                problem = HcgRuntimeError(Status.EIO, "rank 0 could not start "
+                                          "hcg.torch's store: %s"
+                                          % _meet.describe_exception(exc))
+                problem.__cause__ = exc
         if problem is not None:
             payload = ("%s%d %s" % (_FAILED, int(problem.code),
                                     problem.message)).encode("utf-8", "replace")
@@ -303,18 +311,28 @@ def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
             raise problem
         _meet.meet(meeting, task.rank, range(task.world_size), task.rank,
                    deadline, what, t.total_seconds(), settle=True)
-    except (HcgError, _meet.Cancelled) as exc:
-        if problem is None and isinstance(exc, HcgError) and \
-                not isinstance(exc, PeerError):
-            # Its own failure here (a timeout, a lost store): latecomers
-            # learn it at once.
-            _meet.report(meeting, task.rank, exc, settle=True)
+    except BaseException as exc:  # pylint: disable=broad-except
+        err: BaseException = exc
+        if not isinstance(exc, (HcgError, _meet.Cancelled)) and \
+                isinstance(exc, Exception):
+            # A failure hcg did not expect (a bug, a library): told as
+            # any other, in hcg's words.
+            err = HcgRuntimeError(Status.EIO, "%s: rank %d failed before the "
+                                  "ranks met: %s" % (what, task.rank,
+                                                     _meet.describe_exception(exc)))
+            err.__cause__ = exc
+        if problem is None and not isinstance(err, (PeerError, _meet.Cancelled)):
+            # Its own failure here (a timeout, a lost store, anything
+            # else): the others, latecomers too, learn it at once.
+            _meet.report(meeting, task.rank, err, settle=True)
         if task.rank == 0:
             # This rank hosts the store: the others read the failure there.
             _meet.linger(meeting, task.world_size, deadline)
-        if isinstance(exc, _meet.Cancelled):  # cannot happen: none reported
+        if isinstance(err, _meet.Cancelled):  # cannot happen: none reported
             raise HcgRuntimeError(Status.EIO, "%s: cancelled" % what) from None
-        raise
+        if err is exc:
+            raise
+        raise err from exc
     seconds = t.total_seconds()
     start = time.monotonic()
     try:
@@ -374,6 +392,10 @@ def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> Ta
             _check_torchrun_vars(task)
         except HcgError as exc:
             problem = exc
+        except Exception as exc:  # pylint: disable=broad-except
+            problem = HcgRuntimeError(Status.EENV, "rank %d could not check "
+                                      "RANK and WORLD_SIZE: %s"
+                                      % (task.rank, _meet.describe_exception(exc)))
         if d.is_initialized():
             if problem is not None:
                 raise problem

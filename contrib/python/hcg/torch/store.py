@@ -27,6 +27,7 @@ import atexit
 import datetime
 import hmac
 import os
+import random
 import select
 import socket
 import struct
@@ -36,7 +37,7 @@ import threading
 import time
 from typing import IO, Any, List, Optional, Sequence, Union, cast
 
-from ..errors import HcgError, HcgRuntimeError, HcgTimeoutError, Status
+from ..errors import HcgError, HcgRuntimeError, HcgTimeoutError, HcgValueError, Status
 from . import _store_server as proto
 from ._base import dist, tcp_store
 from ._meet import first_line
@@ -46,11 +47,20 @@ HANDSHAKE_S = 10.0
 #: How much longer than a wait's own deadline a client gives the server
 #: to answer before it takes the connection for lost.
 _GRACE_S = 30.0
+#: The longest wait a request asks for (the server's bound).
+_MAX_WAIT_S = proto.MAX_WAIT_MS / 1000.0
 #: How long rank 0 waits for its store's process to say its port.
 _START_S = 60.0
 #: How long a client tries a port where nothing listens before it takes
 #: the store for gone.
 _REFUSED_S = 10.0
+#: A client that the store closes before it is proven (the store was
+#: making room: too many connections at once, or no descriptor left) tries
+#: again after a pause that starts here and doubles up to _RETRY_MAX_S,
+#: with jitter so that a thousand ranks turned away together do not all
+#: come back together.
+_RETRY_FIRST_S = 0.05
+_RETRY_MAX_S = 1.0
 
 Key = Union[str, bytes]
 Value = Union[str, bytes, bytearray, Sequence[int]]
@@ -60,22 +70,55 @@ class StoreStartError(OSError):
     """The store's process did not start, or ended before it listened."""
 
 
+class _Busy(Exception):
+    """The store closed a connection before proving itself to it without
+    refusing it: it was making room (see _store_server.SHED_AGE_S); the
+    client tries again."""
+
+
+def check_host(host: str) -> None:
+    """Raises HcgValueError naming ``host`` unless it is one IP address or
+    host name (no space, no control character, at most 253 characters):
+    it is written into the store process's start line, and checked there
+    again."""
+    if not isinstance(host, str) or not proto.valid_host(host):
+        raise HcgValueError(Status.EINVAL, "hcg.torch's store cannot listen on %r: "
+                            "not one IP address or host name (MASTER_ADDR, when set "
+                            "alone, is that address)" % (host,))
+
+
 class Server:
     """The job store's server, a child process of this one listening on
     ``host`` at ``port`` (default: a free one; :attr:`port` says which).
     It ends when :meth:`close` is called or this process ends (it watches
-    a pipe from this one). The secret reaches it through that pipe, never
-    its environment or command line. ``handshake_s``: how long a
-    connection may take to prove itself.
+    a pipe from this one, and this process itself: a child this one forks
+    keeps the pipe open, not the server). The secret reaches it through
+    that pipe, never its environment or command line. ``handshake_s``: how
+    long a connection may take to prove itself; ``max_stored``: how many
+    bytes of keys and values the store holds at most (see
+    _store_server.MAX_STORED).
 
     Raises:
+        HcgValueError: ``host`` is not one IP address or host name, or the
+            secret is not 16 bytes.
         StoreStartError: the process did not start or ended early (its
             standard error, the caller's, says why).
         OSError: it cannot listen there (the reason in the message).
     """
 
     def __init__(self, host: str, secret: bytes, port: int = 0,
-                 handshake_s: float = HANDSHAKE_S) -> None:
+                 handshake_s: float = HANDSHAKE_S,
+                 max_stored: int = proto.MAX_STORED) -> None:
+        check_host(host)
+        if len(secret) != proto.SECRET_BYTES:
+            raise HcgValueError(Status.EINVAL, "the job store's secret has %d bytes, "
+                                "not %d" % (len(secret), proto.SECRET_BYTES))
+        try:
+            line = proto.start_line(host, port, handshake_s, max_stored, os.getpid(),
+                                    secret)
+        except ValueError as exc:
+            raise HcgValueError(Status.EINVAL, "hcg.torch's store on %s port %d: %s"
+                                % (host, port, exc)) from None
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                               "_store_server.py")
         python = sys.executable or "python3"
@@ -89,8 +132,7 @@ class Server:
             raise StoreStartError("cannot run %s: %s" % (python, exc)) from None
         pipe = cast(IO[bytes], self._proc.stdin)
         try:
-            pipe.write(b"%s %d %r %s\n" % (host.encode(), port, handshake_s,
-                                          secret.hex().encode()))
+            pipe.write(line)
             pipe.flush()
             answer = self._answer()
         except OSError as exc:
@@ -119,6 +161,11 @@ class Server:
 
     def __repr__(self) -> str:
         return "<hcg.torch job store server, process %d>" % self._proc.pid
+
+    @property
+    def pid(self) -> int:
+        """The server process's id."""
+        return self._proc.pid
 
     def close(self) -> None:
         """Stops the server (its process ends; idempotent)."""
@@ -152,18 +199,33 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(parts)
 
 
+def _recv_upto(sock: socket.socket, n: int) -> bytes:
+    """Up to ``n`` bytes: fewer only when the peer closed first."""
+    parts, got = [], 0
+    while got < n:
+        chunk = sock.recv(n - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
 def _connect(host: str, port: int, secret: bytes, timeout_s: float) -> socket.socket:
     """A proven connection to the job's store at HOST:PORT, tried until
-    ``timeout_s`` passes (HcgRuntimeError when it cannot be had)."""
+    ``timeout_s`` passes (HcgRuntimeError when it cannot be had). A store
+    that closes the connection before proving itself without refusing
+    this task's proof (it was making room) is tried again, after a pause
+    that grows."""
     where = "hcg.torch's store at %s:%d (hosted by rank 0)" % (host, port)
     start = time.monotonic()
     deadline = start + timeout_s
     refused_since: Optional[float] = None
+    pause = _RETRY_FIRST_S
     while True:
         try:
             sock = socket.create_connection(
                 (host, port), timeout=max(0.1, min(10.0, deadline - time.monotonic())))
-            break
         except OSError as exc:
             now = time.monotonic()
             if isinstance(exc, ConnectionRefusedError):
@@ -182,34 +244,69 @@ def _connect(host: str, port: int, secret: bytes, timeout_s: float) -> socket.so
                 raise HcgRuntimeError(Status.EIO, "cannot reach %s within %g s: %s"
                                       % (where, timeout_s, exc)) from None
             time.sleep(0.05)
+            continue
+        refused_since = None
+        try:
+            return _handshake(sock, secret, where, deadline)
+        except _Busy as exc:
+            sock.close()
+            now = time.monotonic()
+            if now >= deadline:
+                raise HcgRuntimeError(Status.EIO, "cannot reach %s within %g s: it "
+                                      "kept closing the connection before the "
+                                      "handshake ended (%s; too many connections at "
+                                      "once?)" % (where, timeout_s, exc)) from None
+            time.sleep(min(pause * random.uniform(0.5, 1.0), deadline - now))
+            pause = min(2 * pause, _RETRY_MAX_S)
+        except BaseException:
+            sock.close()
+            raise
+
+
+def _handshake(sock: socket.socket, secret: bytes, where: str,
+               deadline: float) -> socket.socket:
+    """Proves this task to the store on ``sock`` and checks its proof
+    (_Busy when the store closed it first without refusing it)."""
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(HANDSHAKE_S)
-        hello = _recv_exact(sock, len(proto.HELLO) + proto.NONCE)
+        # The greeting may come late: a store taking a burst of ranks in
+        # turn leaves the latest in its backlog for a while (they lose
+        # their place if they leave).
+        sock.settimeout(max(HANDSHAKE_S, deadline - time.monotonic()))
+        try:
+            hello = _recv_upto(sock, len(proto.HELLO) + proto.NONCE)
+        except ConnectionResetError as exc:
+            raise _Busy("reset before its greeting: %s" % exc) from None
+        if len(hello) < len(proto.HELLO) + proto.NONCE:
+            raise _Busy("closed before its greeting")
         if hello[:len(proto.HELLO)] != proto.HELLO:
             raise HcgRuntimeError(Status.EIO, "%s is not one: it did not greet as "
                                   "hcg's store does (another program on that port?)"
                                   % where)
+        sock.settimeout(HANDSHAKE_S)
         server_nonce, client_nonce = hello[len(proto.HELLO):], os.urandom(proto.NONCE)
-        sock.sendall(proto.ANSWER + client_nonce +
-                     proto.mac(secret, b"client", server_nonce, client_nonce))
         try:
-            proof = _recv_exact(sock, proto.MAC)
-        except ConnectionResetError:
+            sock.sendall(proto.ANSWER + client_nonce +
+                         proto.mac(secret, b"client", server_nonce, client_nonce))
+            proof = _recv_upto(sock, proto.MAC)
+        except (ConnectionResetError, BrokenPipeError) as exc:
+            # Closed while the answer was on its way: shed, not refused (a
+            # refusal reads the whole answer and closes without a word).
+            raise _Busy("reset during the handshake: %s" % exc) from None
+        if proof == proto.BUSY:
+            raise _Busy("busy")
+        if not proof:
             raise HcgRuntimeError(Status.EIO, "%s refused this task: its secret is "
-                                  "not this task's (another job's store?)"
-                                  % where) from None
+                                  "not this task's (another job's store?)" % where)
         if not hmac.compare_digest(proof, proto.mac(secret, b"server", server_nonce,
                                                client_nonce)):
             raise HcgRuntimeError(Status.EIO, "%s did not prove it is this job's "
                                   "(another program on that port?)" % where)
         sock.settimeout(None)
         return sock
-    except HcgRuntimeError:
-        sock.close()
+    except (HcgRuntimeError, _Busy):
         raise
     except OSError as exc:
-        sock.close()
         raise HcgRuntimeError(Status.EIO, "%s: the handshake failed: %s"
                               % (where, exc)) from None
 
@@ -292,16 +389,23 @@ def _make_client_class(d: Any) -> Any:
         def _call(self, op: int, fields: Sequence[bytes],
                   wait_s: Optional[float] = None) -> List[bytes]:
             what = "hcg.torch's store at %s:%d (hosted by rank 0)" % self._where
+            request = proto.frame(op, fields)
+            if len(request) - 4 > proto.MAX_REQUEST:
+                # The store would close the connection on it: say why here.
+                raise HcgValueError(Status.ELIMIT, "%s: a request of %d bytes, and the "
+                                    "store takes at most %d (its values are addresses "
+                                    "and ids, not data)" % (what, len(request) - 4,
+                                                            proto.MAX_REQUEST))
             with self._lock:
                 sock = self._sock
                 if sock is None:
                     raise HcgRuntimeError(Status.EIO, "the connection to %s was lost "
                                           "earlier" % what)
                 try:
-                    sock.settimeout((wait_s or 0.0) + _GRACE_S)
-                    sock.sendall(proto.frame(op, fields))
+                    sock.settimeout(min(wait_s or 0.0, _MAX_WAIT_S) + _GRACE_S)
+                    sock.sendall(request)
                     (n,) = struct.unpack(">I", _recv_exact(sock, 4))
-                    if n == 0 or n > proto.MAX_FRAME:
+                    if n == 0 or n > proto.MAX_ANSWER:
                         raise ConnectionResetError("a frame of %d bytes" % n)
                     status, out = proto.fields(_recv_exact(sock, n))
                 except (OSError, ValueError) as exc:
@@ -320,8 +424,11 @@ def _make_client_class(d: Any) -> Any:
 
         def _waiting(self, op: int, keys: Sequence[bytes],
                      timeout: Optional[datetime.timedelta] = None) -> List[bytes]:
-            wait_s = self._wait_s(timeout)
-            return self._call(op, [b"%d" % int(wait_s * 1000)] + list(keys), wait_s)
+            wait_s = max(0.0, self._wait_s(timeout))
+            # The server clamps a longer wait to a year too (a socket
+            # timeout cannot be a timedelta.max either).
+            ms = min(int(wait_s * 1000), proto.MAX_WAIT_MS)
+            return self._call(op, [b"%d" % ms] + list(keys), wait_s)
 
         def set(self, key: Key, value: Value) -> None:
             self._call(proto.SET, [_bytes(key), _bytes(value)])

@@ -9,8 +9,11 @@ meshes its parallelisms take (``_global_meshes``: ``dataloading``,
 ``spmd_dense_for_fwdbwd`` and ``spmd_sparse_for_fwdbwd``) and keeps one
 1-D mesh per axis (``_single_axis_meshes``); every unflattened dimension
 makes its groups again. (Checked against torchtitan's parallel_dims.py of
-August 2026; the ``etp`` degree of older torchtitan is kept here as a
-layout option.)
+August 2026, commit d6555c4c; the ``etp`` degree of older torchtitan is
+kept here as a layout option.) torchtitan always makes every key, the
+``sparse`` mesh and the ``ep``/``efsdp`` axes with ep = 1 too (its
+``get_optional_mesh`` raises ValueError for a key it lacks, and returns None
+for a dim it backs by its fake backend); so does hcg.
 
 Here the degrees become a layout that ``srun --hcg-layout`` places
 (:func:`torchtitan_layout`), :func:`torchtitan_meshes` gives the same
@@ -133,9 +136,11 @@ def torchtitan_meshes(*, grid: GridRef = None, spmd_backend: str = "spmd_types",
         with ``spmd_types``, ``(pp, dp_replicate, fsdp, tp)`` (``fsdp``:
         dp_shard and cp) with ``partial_dtensor``; with ``spmd_types``,
         ``"spmd_dense_for_fwdbwd"``: ``(dp, cp, tp)``, ``dp`` being
-        dp_replicate and dp_shard; when the grid has an expert view
-        (ep > 1), ``"sparse"``: ``(pp, dp_replicate, efsdp, ep)`` (``etp``
-        after ``ep`` when it is above 1) and, with ``spmd_types``,
+        dp_replicate and dp_shard; ``"sparse"``: ``(pp, dp_replicate,
+        efsdp, ep)``, always, as torchtitan's (with an expert view, its
+        dims, ``etp`` after ``ep`` when above 1; without one (ep = 1),
+        ``efsdp`` is dp_shard, cp and tp and ``ep`` has size 1, backed by
+        this rank's group of one); with ``spmd_types`` and ep > 1,
         ``"spmd_sparse_for_fwdbwd"``: ``(dp_replicate, efsdp, ep)``; and,
         when the grid is the whole job, ``"world"``: the 1-D ``world``
         mesh of the default group.
@@ -174,14 +179,23 @@ def torchtitan_meshes(*, grid: GridRef = None, spmd_backend: str = "spmd_types",
         out["dense"] = device_mesh(["pp", "dp_replicate",
                                     ("fsdp", ("dp_shard", "cp")), "tp"], **kw)
     views = {v.name: v for v in g.views}
-    if "expert" in views:
-        etp = {d.name: d.size for d in views["expert"].dims}.get("etp", 1)
+    expert = {d.name: d.size for d in views["expert"].dims} \
+        if "expert" in views else {}
+    if expert:
+        etp = expert.get("etp", 1)
         out["sparse"] = device_mesh(["pp", "dp_replicate", "efsdp", "ep"] +
                                     (["etp"] if etp > 1 else []),
                                     view="expert", **kw)
-        if spmd:
+        if spmd and expert.get("ep", 1) > 1:
             out["spmd_sparse_for_fwdbwd"] = device_mesh(
                 ["dp_replicate", "efsdp", "ep"], view="expert", **kw)
+    else:
+        # ep = 1, no expert view: torchtitan's sparse mesh all the same,
+        # efsdp being dp_shard, cp and tp (its degree dp_shard*cp*tp/ep),
+        # ep of size 1, backed by this rank's group of one.
+        out["sparse"] = device_mesh(
+            ["pp", "dp_replicate", ("efsdp", ("dp_shard", "cp", "tp")),
+             ("ep", ())], **kw)
     if g.offset == 0 and g.size == fac.layout.world_size:
         out["world"] = _world_mesh(fac, device_type)
     return out
@@ -203,19 +217,25 @@ def torchtitan_axes(meshes: Dict[str, Any]) -> Dict[str, Any]:
 
     Returns:
         dict: ``pp``, ``batch``, ``loss``, ``dp_replicate``, ``cp``,
-        ``tp``; ``dp`` and ``dp_shard`` (spmd_types) or ``fsdp``
-        (partial_dtensor); ``ep`` and ``efsdp`` when there is a sparse
-        mesh.
+        ``tp``, ``ep``, ``efsdp`` (always, as torchtitan's), then ``dp``
+        and ``dp_shard`` (spmd_types) or ``fsdp`` (partial_dtensor).
+
+    Raises:
+        MeshError: ``meshes`` lacks a mesh torchtitan_meshes() gives.
     """
-    dl, dense = meshes["dataloading"], meshes["dense"]
+    missing = [k for k in ("dataloading", "loss", "dense", "sparse")
+               if k not in meshes]
+    if missing:
+        raise MeshError(Status.EINVAL, "torchtitan_axes takes what "
+                        "torchtitan_meshes() returned; this has no %s"
+                        % ", ".join(repr(k) for k in missing))
+    dl, dense, sparse = meshes["dataloading"], meshes["dense"], meshes["sparse"]
     axes = {"pp": dl["pp"], "batch": dl["batch"], "loss": meshes["loss"],
-            "dp_replicate": dense["dp_replicate"], "cp": dl["cp"], "tp": dl["tp"]}
+            "dp_replicate": dense["dp_replicate"], "cp": dl["cp"], "tp": dl["tp"],
+            "ep": sparse["ep"], "efsdp": sparse["efsdp"]}
     if "spmd_dense_for_fwdbwd" in meshes:
         axes["dp"] = meshes["spmd_dense_for_fwdbwd"]["dp"]
         axes["dp_shard"] = dense["dp_shard"]
     else:
         axes["fsdp"] = dense["fsdp"]
-    if "sparse" in meshes:
-        axes["ep"] = meshes["sparse"]["ep"]
-        axes["efsdp"] = meshes["sparse"]["efsdp"]
     return axes
