@@ -211,6 +211,18 @@ class RealTorch(unittest.TestCase):
             self.assertIn("ETIMEOUT: process group 'world:", err)
             self.assertIn("did not form within 3 s: ranks 3 never arrived", err)
 
+    def test_member_that_never_arrives_host_leaves_at_once(self):
+        # Rank 0 hosts the job store and its process ends as soon as its
+        # call fails; the others read the outcome 1 s after they are woken.
+        results = run_job("missing_host_leaves", 4, "3", job_store=True)
+        self.assertEqual(results[3], {"skipped": True})
+        for rank in range(3):
+            err = results[rank]["error"]
+            self.assertIsNotNone(err, "rank %d" % rank)
+            self.assertIn("process group 'world:", err, "rank %d" % rank)
+            self.assertIn("ranks 3 never arrived", err, "rank %d" % rank)
+            self.assertLess(results[rank]["seconds"], 20, "rank %d" % rank)
+
     def test_ranks_with_different_numbers_of_groups(self):
         results = run_job("uneven", 4)
         self.assertEqual(results[0]["alone"], 1)

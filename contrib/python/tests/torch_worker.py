@@ -197,6 +197,44 @@ def check_missing(rank: int, world: int, arg: str) -> dict:
         return {"error": "%s: %s" % (exc.name, exc.message)}
 
 
+def check_missing_host_leaves(rank: int, world: int, arg: str) -> dict:
+    """check_missing on the job store, where rank 0 leaves (its process,
+    and so its store, ends) the moment its call fails, while the others
+    are slow to read the outcome they were woken for (each read of a
+    step's outcome waits 1 s first, as on a busy node). Every member that
+    met rank 0 must still name the missing rank: rank 0 waits for them
+    to have read it (groups._Build._outlast)."""
+    import time
+    import hcg.torch as ht
+    from hcg.torch import store as jobstore
+    from hcg.torch._base import dist
+
+    if rank == int(arg):
+        time.sleep(8)
+        return {"skipped": True}
+    if rank != 0:
+        base = jobstore._make_client_class(dist())
+
+        def slow_get(self, key):
+            name = key.decode() if isinstance(key, bytes) else key
+            if name.endswith("hcg_go"):
+                time.sleep(1)
+            return base.get(self, key)
+
+        jobstore._client_class = type("SlowJobStore", (base,), {"get": slow_get})
+    start = time.monotonic()
+    try:
+        ht.new_collection(hcg.Layout("tp=2,dp=*", world), timeout=3)
+        out = {"error": None}
+    except hcg.HcgError as exc:
+        out = {"error": "%s: %s" % (exc.name, exc.message)}
+    out["seconds"] = time.monotonic() - start
+    if rank == 0:
+        print("RESULT " + json.dumps(out), flush=True)
+        os._exit(0)  # at once: its store goes with it
+    return out
+
+
 def check_uneven(rank: int, world: int, _arg: str) -> dict:
     """Ranks that made different numbers of groups before meet in one:
     rank 0 first makes a group of its own, then 0 and 1 make [0, 1] and 2
@@ -586,6 +624,7 @@ SCENARIOS = {"shared": check_shared, "titan": check_titan,
              "collections": check_collections, "mesh_outside": check_mesh_outside,
              "collections_per_key": check_collections_per_key, "grid": check_grid,
              "errors": check_errors, "missing": check_missing,
+             "missing_host_leaves": check_missing_host_leaves,
              "bridge": check_bridge,
              "node_local": check_node_local, "uneven": check_uneven,
              "peer_fails": check_peer_fails, "torch_groups": check_torch_groups}

@@ -28,7 +28,12 @@ Keys under the step's prefix (a ``PrefixStore``):
     where asked (the default group): how many members are done with the
     step, having read its outcome or reported their own failure. The store's
     host waits for them all before it leaves a failed step, so that none
-    finds the store gone instead of the reason.
+    finds the store gone instead of the reason;
+``hcg_left``
+    where asked (a group's meeting): how many of the members that checked
+    in left the step without its ``ok`` (timed out, read a failure), each
+    after it read what it needed; the store's host waits for them (see
+    :func:`outlast`).
 
 A failure is ``"RANK CODE MESSAGE"``: the failed rank, its hcg status
 number and its error message.
@@ -52,6 +57,7 @@ _DECIDED = "hcg_decided"
 _FAILED = "hcg_failed"
 _NFAILED = "hcg_nfailed"
 _SETTLED = "hcg_settled"
+_LEFT = "hcg_left"
 _OK = "ok"
 #: Longest reason written to the store (a message, not a log).
 _REASON_MAX = 2000
@@ -167,16 +173,45 @@ def linger(store: Store, size: int, deadline: float) -> None:
         time.sleep(0.05)
 
 
+def _bump(store: Store, key: str) -> None:
+    """Adds one to the counter ``key``; best effort (a store that is gone
+    has nobody left to tell)."""
+    try:
+        store.add(key, 1)
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
+def outlast(store: Store, size: int, deadline: float) -> None:
+    """Waits (polling, until ``deadline``) until every member that checked
+    in to a failed step of ``size`` members (``leave=True`` in meet) has
+    left it: the member hosting the store calls it before it leaves, so
+    that no member still naming the absent ones finds the store gone
+    instead. Returns at once for a step that went well."""
+    while time.monotonic() < deadline:
+        try:
+            arrived = store.add(_ARRIVED, 0)
+            if store.add(_LEFT, 0) >= arrived:
+                return
+            if arrived >= size and store.add(_NFAILED, 0) == 0:
+                return  # everyone came and nobody failed: it went well
+        except Exception:  # pylint: disable=broad-except
+            return
+        time.sleep(0.05)
+
+
 def meet(store: Store, index: int, members: Sequence[int], rank: int,
          deadline: float, what: str, timeout_s: float,
-         settle: bool = False) -> None:
+         settle: bool = False, leave: bool = False) -> None:
     """Checks in as member ``index`` of ``members`` and waits until every
     member has (returns), one reports a failure (:class:`hcg.PeerError`;
     :class:`Cancelled` when that was this rank itself) or ``deadline`` (a
     ``time.monotonic()`` value) passes (``HcgError(ETIMEOUT)`` naming the
     members that never arrived). ``what`` names the step in messages;
     ``timeout_s`` is the timeout they quote. ``settle``: once it read a
-    failure, count this member as done with the step (see linger)."""
+    failure, count this member as done with the step (see linger).
+    ``leave``: once this member leaves the step without its ``ok``, having
+    read all it needed, count it in ``hcg_left`` (see outlast)."""
     size = len(members)
     if size <= 1:
         return
@@ -195,11 +230,15 @@ def meet(store: Store, index: int, members: Sequence[int], rank: int,
         store.wait([_DECIDED], datetime.timedelta(seconds=left))
         value = _text(store.get(_GO))
     except Exception as exc:  # pylint: disable=broad-except
-        if time.monotonic() - start < 0.9 * left:  # not the timeout
+        if not timed_out(exc) or time.monotonic() - start < 0.9 * left:
+            # Not the timeout: the store went away (rank 0's process
+            # ended), or the connection to it broke.
             raise HcgRuntimeError(Status.EIO, "%s: lost hcg.torch's store (hosted "
                                   "by rank 0) while waiting for its members: %s"
                                   % (what, first_line(exc))) from None
         absent = missing(store, members)
+        if leave:
+            _bump(store, _LEFT)  # read: the host may go now
         who = ("ranks %s never arrived" % span(absent) if absent else
                "its members did not all arrive")
         raise HcgTimeoutError(Status.ETIMEOUT, "%s did not form within %g s: %s"
@@ -207,10 +246,9 @@ def meet(store: Store, index: int, members: Sequence[int], rank: int,
     if value == _OK:
         return
     if settle:
-        try:
-            store.add(_SETTLED, 1)
-        except Exception:  # pylint: disable=broad-except
-            pass
+        _bump(store, _SETTLED)
+    if leave:
+        _bump(store, _LEFT)
     failed = _parse(value)
     if failed is None:
         raise HcgRuntimeError(Status.EIO, "%s: unreadable value %r under %s in the "

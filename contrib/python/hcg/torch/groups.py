@@ -482,6 +482,13 @@ def _take_client(address: Tuple[str, int], timeout: datetime.timedelta) -> Store
     return jobstore.connect(address[0], address[1], STATE.store_secret, timeout)
 
 
+#: Longest rank 0 waits, after a failed call, for the members of its
+#: failed groups to read the reason in the store it hosts (see
+#: _Build._outlast): members that met it are at most their arrival's
+#: spread behind it, and the others were told at once.
+OUTLAST_S = 30.0
+
+
 class _Build:
     """One build() call: its store clients, the groups it finished, and
     what it tells the other members when one of its groups fails."""
@@ -559,7 +566,7 @@ class _Build:
             store = self.client()
             grank = s.members.index(self.rank)
             _meet.meet(self.d.PrefixStore(prefix, store), grank, s.members,
-                       self.rank, time.monotonic() + t, what, t)
+                       self.rank, time.monotonic() + t, what, t, leave=True)
             start = time.monotonic()
             try:
                 pg = self.how.make(self.d, s, grank, store, prefix,
@@ -610,6 +617,8 @@ class _Build:
             error = HcgRuntimeError(Status.EIO, "hcg.torch: a group was cancelled "
                                     "without an error (this is a bug)")
         if error is not None:
+            if self.rank == 0 and isinstance(error, Exception):
+                self._outlast()
             self._drop()
             for store in self.taken:
                 # Maybe broken mid-request: not for another build.
@@ -621,6 +630,27 @@ class _Build:
             with _idle_lock:
                 _idle.extend((self.base, store) for store in self.taken)
         return {s.key: self.finished[s.key] for s in self.order}
+
+    def _outlast(self) -> None:
+        """Rank 0 hosts the store (hcg's job store, or torch's TCPStore):
+        before its failed call returns, and maybe its process ends with
+        the store, it waits until every member that met it in a failed
+        group has left that group's meeting having read what it needed
+        (the failure, or who never arrived): as long as their timeouts
+        run, OUTLAST_S at most (a member that died never leaves)."""
+        with self.lock:
+            left = [s for s in self.order if s.key not in self.finished]
+        if not left:
+            return
+        deadline = time.monotonic() + min(OUTLAST_S, max(s.timeout.total_seconds()
+                                                         for s in left))
+        try:
+            store = self.client()
+        except Exception:  # pylint: disable=broad-except
+            return
+        for s in left:
+            _meet.outlast(self.d.PrefixStore(self.prefixes[s.key], store),
+                          len(s.members), deadline)
 
     def _drop(self) -> None:
         """Destroys the groups this failed call made (the caller gets
