@@ -80,9 +80,12 @@ bounded() {
   # `&&`: when the command ends first, kill_tree stops this sleep, and
   # the watchdog must then say and stop nothing (it once wrote its line
   # into a finished tier's log, which root_tier_done went on to read).
+  # Its own stderr goes nowhere: killed mid-sleep, this subshell would
+  # print "Terminated" into the step's log. Its one line goes to fd 3.
   (
+    exec 3>&2 2>/dev/null
     sleep "$limit" &&
-      echo "test-all: still running after ${limit}s: stopping it" >&2 &&
+      echo "test-all: still running after ${limit}s: stopping it" >&3 &&
       kill_tree "$pid"
   ) &
   local dog=$!
