@@ -263,6 +263,27 @@ class Kinds(unittest.TestCase):
         self.assertEqual((exc.code, exc.rank, exc.reason),
                          (Status.ETIMEOUT, 3, "why"))
 
+    def test_hcg_torch_errors_keep_their_builtins(self):
+        # Every error is an HcgError; these two keep the built-in they were
+        # before (what `import torch` and a failed process start raise).
+        # Neither needs torch.
+        import errno as errnos
+
+        from hcg.torch import TorchUnavailableError
+        from hcg.torch.store import StoreStartError
+
+        exc = TorchUnavailableError("no torch")
+        self.check(exc, ImportError, HcgError, Status.ENOTSUP)
+        self.assertNotIsInstance(exc, RuntimeError)
+        self.assertEqual((str(exc), exc.msg), ("no torch", "no torch"))
+        exc = StoreStartError("cannot run x: no such file", errnos.ENOENT)
+        self.check(exc, OSError, HcgError, Status.EIO)
+        self.assertNotIsInstance(exc, RuntimeError)
+        self.assertEqual((exc.errno, str(exc)),
+                         (errnos.ENOENT, "cannot run x: no such file"))
+        # No system call failed: no error number (not hcg's status).
+        self.assertIsNone(StoreStartError("ended before it listened").errno)
+
     def test_timeouts_of_hcg_torch(self):
         # hcg.torch's argument checks need no torch.
         from hcg.torch import _base

@@ -157,6 +157,13 @@ class Library(unittest.TestCase):
         self.assertEqual([_lib.text(lib.hcg_field_name(i))
                           for i in range(len(hcg.FIELDS))], list(hcg.FIELDS))
         self.assertIsNone(lib.hcg_field_name(len(hcg.FIELDS)))
+        # FIELDS is read from the library; a field added, renamed or moved
+        # there shows here (and must reach Megatron's names, README, ...).
+        self.assertEqual(hcg.FIELDS, (
+            "tp", "cp", "pp", "dp", "dp_cp", "tp_cp", "mp", "tp_dp", "tp_dp_cp",
+            "dp_cp_gtp_remat", "ep", "expt_tp", "expt_dp", "tp_ep", "tp_ep_pp",
+            "expt_dp_gtp_remat", "tp_ep_pp_with_egtp_remat", "intra_dp_cp",
+            "intra_expt_dp", "intra_dist_opt"))
         for code in Status:
             self.assertTrue(_lib.text(lib.hcg_strerror(code)))
         err = HcgError(Status.ENOTFOUND, "x")

@@ -12,6 +12,7 @@ under srun, where the secret comes through PMIx.
 from __future__ import annotations
 
 import datetime
+import errno
 import os
 import resource
 import selectors
@@ -26,6 +27,7 @@ import unittest
 from typing import Any, Dict, List, Tuple, cast
 
 import hcg
+from hcg import HcgError, Status
 
 from test_torch import HAVE_TORCH, REQUIRE, check_peer_fails, run_job
 
@@ -184,6 +186,12 @@ class JobStore(unittest.TestCase):
         finally:
             sys.executable = real
         self.assertIn("cannot run /nonexistent/python3", str(cm.exception))
+        # An HcgError (EIO) and still the OSError it was, with the system's
+        # error number.
+        self.assertIsInstance(cm.exception, HcgError)
+        self.assertIsInstance(cm.exception, OSError)
+        self.assertEqual(cm.exception.code, Status.EIO)
+        self.assertEqual(cm.exception.errno, errno.ENOENT)
 
     def test_a_bad_address(self) -> None:
         with self.assertRaises(OSError) as cm:

@@ -18,19 +18,28 @@ import sys
 import socket
 import unittest
 from typing import Dict, List
+from unittest import mock
+
+import hcg
+import hcg.torch as ht
+from hcg import HcgError, Status
 
 import ranks
+import support
 
 
 NO_TORCH = """
 import sys
 sys.modules["torch"] = None          # any 'import torch' now fails
+import hcg
 import hcg.torch as ht               # must not need torch
 assert ht.ATTRIBUTES[:4] == ("tp", "cp", "pp", "dp")
 try:
     ht.new_collection("tp=2,dp=2")
 except ImportError as exc:
     assert isinstance(exc, ht.TorchUnavailableError), type(exc)
+    assert isinstance(exc, hcg.HcgError), type(exc)
+    assert exc.code == hcg.Status.ENOTSUP, exc.code
     print(exc)
 else:
     raise SystemExit("no error without torch")
@@ -64,6 +73,77 @@ class WithoutTorch(unittest.TestCase):
                               universal_newlines=True, env=dict(os.environ))
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("hcg.torch needs PyTorch", proc.stdout)
+
+
+class LayoutSources(unittest.TestCase):
+    """The one resolution of a ``source`` argument (hcg.torch._base), which
+    GroupFactory, the bridges and megatron_args share. Needs no torch."""
+
+    def setUp(self) -> None:
+        from hcg.torch import _base
+
+        self.base = _base
+        self.L = hcg.Layout("tp=2,dp=2", 4)
+        self.addCleanup(self.L.close)
+        saved = _base.STATE.task
+        self.addCleanup(setattr, _base.STATE, "task", saved)
+        _base.STATE.task = None
+
+    def test_a_layout_or_a_task(self) -> None:
+        found = self.base.resolve_source(self.L)
+        self.assertEqual((found.layout, found.task, found.owned), (self.L, None, False))
+        task = hcg.env.TaskEnv(self.L, 3)
+        found = self.base.resolve_source(task, text=False, environ=False)
+        self.assertEqual((found.layout, found.task, found.owned), (self.L, task, False))
+
+    def test_layout_text(self) -> None:
+        found = self.base.resolve_source("tp=2,dp=*", world=8)
+        self.addCleanup(found.layout.close)
+        self.assertEqual((found.layout.world_size, found.task, found.owned),
+                         (8, None, True))
+        found = self.base.resolve_source("tp=2,dp=3")
+        self.addCleanup(found.layout.close)
+        self.assertEqual(found.layout.world_size, 6)
+        with self.assertRaises(hcg.HcgValueError):
+            self.base.resolve_source("tp=2,dp=3", world=8)
+
+    def test_none_is_init_s_task_else_the_environment(self) -> None:
+        task = hcg.env.TaskEnv(self.L, 1)
+        self.base.STATE.task = task
+        for environ in (True, False):
+            found = self.base.resolve_source(None, environ=environ)
+            self.assertEqual((found.layout, found.task, found.owned),
+                             (self.L, task, False))
+        self.base.STATE.task = None
+        fake = {"SLURM_PROCID": "2"}
+        fake.update(dict(support.cli_env(8, "tp=2,dp=*", 2)))
+        with mock.patch.dict(os.environ, fake, clear=True):
+            found = self.base.resolve_source(None)
+        self.addCleanup(found.layout.close)
+        self.assertTrue(found.owned)
+        self.assertEqual((found.layout.text, found.task.rank), ("world@0:tp=2,dp=4", 2))
+        with mock.patch.dict(os.environ, {}, clear=True):
+            with self.assertRaises(hcg.HcgRuntimeError) as cm:
+                self.base.resolve_source(None)
+        self.assertEqual(cm.exception.code, Status.EENV)
+
+    def test_refusals(self) -> None:
+        # A bridge takes no text and does not read the environment.
+        with mock.patch.dict(os.environ, {}, clear=True):
+            with self.assertRaises(hcg.HcgRuntimeError) as cm:
+                self.base.resolve_source(None, text=False, environ=False)
+        self.assertEqual(cm.exception.code, Status.EINVAL)
+        self.assertEqual(str(cm.exception), "no layout: call hcg.torch.init() "
+                         "first or pass source=Layout/TaskEnv")
+        for source, text, kinds in (
+                (3, True, "an hcg.Layout, a TaskEnv, layout text or None"),
+                ("tp=2", False, "an hcg.Layout, a TaskEnv or None")):
+            with self.subTest(source=source):
+                with self.assertRaises(TypeError) as cm:
+                    self.base.resolve_source(source, text=text)  # type: ignore[arg-type]
+                self.assertIsInstance(cm.exception, hcg.HcgTypeError)
+                self.assertEqual(str(cm.exception), "a layout source is %s, not %s"
+                                 % (kinds, type(source).__name__))
 
 
 def _have_torch() -> bool:
@@ -101,6 +181,54 @@ def run_job(scenario: str, world: int, arg: str = "",
                      [[scenario, str(r), str(world), str(port), arg] for r in range(world)],
                      env, here, limit)
     return ranks.results(done, 2000)
+
+
+@unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
+class BeforeInit(unittest.TestCase):
+    """Every call that makes groups, before torch.distributed has a default
+    group: one error (hcg.torch._base.require_initialized), naming the
+    call, of the kinds torch 1.x and 2.x raise there."""
+
+    def setUp(self) -> None:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            self.skipTest("this test process has a default group")
+        self.L = hcg.Layout("vision@0:tp=2,dp=2; llm@0:tp=2,dp=*", 4)
+        self.addCleanup(self.L.close)
+
+    def test_one_error_naming_the_call(self) -> None:
+        import hcg.torch.groups as groups
+        import hcg.torch.megatron as hm
+
+        def grid_pg() -> None:
+            with mock.patch.dict(os.environ, {"WORLD_SIZE": "4"}):
+                ht.HyperCommGrid([2, 2], ["tp", "dp"]).create_pg("tp")
+
+        calls = [
+            ("hcg.torch.GroupFactory", lambda: ht.GroupFactory(self.L)),
+            ("hcg.torch.GroupFactory", lambda: ht.new_collection("tp=2,dp=2")),
+            ("hcg.torch.GroupFactory", lambda: ht.new_collections(self.L)),
+            ("hcg.torch.HyperCommGrid.create_pg", grid_pg),
+            ("hcg.torch.megatron.create_topology",
+             lambda: hm.create_topology([hm.ModuleGridSpec("language", 4)])),
+            ("hcg.torch.ColocatedBridge", lambda: ht.ColocatedBridge(source=self.L)),
+            ("hcg.torch.NonColocatedBridge",
+             lambda: ht.NonColocatedBridge(source=self.L)),
+            ("hcg.torch.groups.build", lambda: groups.build([], 0)),
+        ]
+        for api, call in calls:
+            with self.subTest(api=api):
+                with self.assertRaises(ht.NotInitializedError) as cm:
+                    call()
+                exc = cm.exception
+                for kind in (HcgError, hcg.HcgRuntimeError, RuntimeError, ValueError):
+                    self.assertIsInstance(exc, kind)
+                self.assertEqual(exc.code, Status.EINVAL)
+                self.assertEqual(str(exc), "%s: torch.distributed's default process "
+                                 "group has not been initialized: call hcg.torch."
+                                 "init() first (or torch.distributed."
+                                 "init_process_group)" % api)
 
 
 @unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")

@@ -1,8 +1,9 @@
 """PyTorch process groups for an hcg layout, made by their members alone.
 
 Importing this package does not import torch; the first call that needs it
-does, and raises :class:`TorchUnavailableError` (an ImportError) with a
-clear message when PyTorch or torch.distributed is missing.
+does, and raises :class:`TorchUnavailableError` (an hcg.HcgError and an
+ImportError) with a clear message when PyTorch or torch.distributed is
+missing.
 
     import torch.distributed as dist
     import hcg.torch
@@ -25,7 +26,7 @@ See doc/torch.md.
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import NotInitializedError, Timeout, TorchUnavailableError, tcp_store
+from ._base import NotInitializedError, Timeout, TorchUnavailableError
 from .collection import (ATTRIBUTES, GroupFactory, MultiModuleCollection,
                          ProcessGroups, new_collection, new_collections,
                          new_multimodule_collection)
@@ -34,6 +35,7 @@ from .mesh import DeviceMeshUnavailableError, MeshError, device_mesh
 from .titan import torchtitan_axes, torchtitan_layout, torchtitan_meshes
 from .megatron import MegatronArgs, MegatronError, check_megatron_args, megatron_args
 from .rendezvous import init
+from .store import tcp_store
 
 if TYPE_CHECKING:
     from .bridge import ColocatedBridge, NonColocatedBridge

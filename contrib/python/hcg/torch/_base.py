@@ -1,6 +1,6 @@
-"""What every part of hcg.torch shares: the lazy torch import, the error
-for a missing torch, timeouts, TCPStores that open on every torch, and the
-rendezvous state init() records."""
+"""What every part of hcg.torch shares (private): the lazy torch import,
+the errors for a missing torch and a missing default group, where a call
+finds its layout, timeouts, and the rendezvous state init() records."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ import datetime
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+from typing import Any, List, NamedTuple, Optional, Tuple, Union
 
-from ..errors import HcgRuntimeError, HcgTypeError, HcgValueError, Status
-
-if TYPE_CHECKING:
-    from ..env import TaskEnv
+from ..env import TaskEnv, from_environ
+from ..errors import HcgError, HcgRuntimeError, HcgTypeError, HcgValueError, Status
+from ..layout import Layout
 
 # torch's types, named for the reader. To mypy they are Any: torch is not
 # followed (pyproject.toml's [tool.mypy]), and hcg imports without torch.
@@ -27,18 +26,35 @@ Store = Any
 Dist = Any
 
 
-class TorchUnavailableError(ImportError):
-    """PyTorch (with torch.distributed) cannot be used in this process."""
+# For mypy: HcgError.name (the status's) is not ImportError.name (a
+# module's); the former wins, as in mesh.DeviceMeshUnavailableError.
+class TorchUnavailableError(HcgError, ImportError):  # type: ignore[misc]
+    """PyTorch (with torch.distributed) cannot be used in this process.
+
+    An :class:`hcg.HcgError` with status ENOTSUP (a feature this process
+    lacks) and an ImportError, what ``import torch`` raises.
+
+    Args:
+        message: what is missing and what to do.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Status.ENOTSUP, message)
+        self.msg = message  # ImportError's text, as ImportError(message) sets it
 
 
 class NotInitializedError(HcgRuntimeError, ValueError):
     """A call that needs torch.distributed's default group before there is
     one. Both a RuntimeError (what torch 1.x raises there) and a ValueError
-    (torch 2.x)."""
+    (torch 2.x); raised by :func:`require_initialized` alone."""
 
 
 def dist() -> Dist:
-    """torch.distributed, imported now (and only now)."""
+    """torch.distributed, imported now (and only now).
+
+    Raises:
+        TorchUnavailableError: no torch, or one without torch.distributed.
+    """
     try:
         import torch.distributed as d
     except ImportError as exc:
@@ -51,6 +67,94 @@ def dist() -> Dist:
             "this PyTorch build has no torch.distributed (is_available() is "
             "False): hcg.torch cannot create process groups")
     return d
+
+
+def require_initialized(api: str) -> Dist:
+    """torch.distributed, once its default process group exists: the one
+    check of every call that makes groups.
+
+    Args:
+        api: the public call that needs the group, named in the message
+            (e.g. ``"hcg.torch.GroupFactory"``).
+
+    Returns:
+        torch.distributed.
+
+    Raises:
+        TorchUnavailableError: no usable torch.distributed.
+        NotInitializedError: no default process group yet (EINVAL).
+    """
+    d = dist()
+    if not d.is_initialized():
+        # torch's own words for it in the middle: code written against
+        # torch's error (and Megatron's tests) matches them.
+        raise NotInitializedError(Status.EINVAL, "%s: torch.distributed's default "
+                                  "process group has not been initialized: call "
+                                  "hcg.torch.init() first (or torch.distributed."
+                                  "init_process_group)" % api)
+    return d
+
+
+#: Where a call finds its layout: an :class:`hcg.Layout`, a
+#: :class:`hcg.env.TaskEnv`, layout text, or None for the task's (what
+#: hcg.torch.init() recorded, else the HCG_* environment).
+Source = Union[Layout, TaskEnv, str, None]
+
+
+class Resolved(NamedTuple):
+    """A layout source, resolved (see :func:`resolve_source`)."""
+
+    layout: Layout
+    #: the task given or found; None for a Layout or layout text
+    task: Optional[TaskEnv]
+    #: whether the layout was read here: its caller closes it
+    owned: bool
+
+
+def resolve_source(source: Source, *, world: int = 0,
+                   text: bool = True, environ: bool = True) -> Resolved:
+    """The layout a call was given: the one resolution of every ``source``
+    argument of hcg.torch. Needs no torch.
+
+    Args:
+        source: an :class:`hcg.Layout` (used as it is), a
+            :class:`hcg.env.TaskEnv` (its layout), layout text (parsed
+            here) or None: the task hcg.torch.init() recorded, else the
+            task's HCG_* environment (read here).
+        world: the world size layout text is parsed for (0: the
+            smallest the text fits, as :class:`hcg.Layout`'s).
+        text: whether layout text is accepted (a bridge, which never
+            closes a layout, takes none).
+        environ: whether None without init() reads the environment (a
+            bridge instead refuses it).
+
+    Returns:
+        A :class:`Resolved`.
+
+    Raises:
+        hcg.HcgTypeError: a source of another type (EINVAL).
+        hcg.HcgRuntimeError: None with neither init() nor ``environ``
+            (EINVAL); no layout in the environment (EENV).
+        hcg.HcgValueError: layout text that does not parse or fit.
+    """
+    if source is None:
+        if STATE.task is not None:
+            return Resolved(STATE.task.layout, STATE.task, False)
+        if not environ:
+            raise HcgRuntimeError(Status.EINVAL, "no layout: call hcg.torch.init() "
+                                  "first or pass source=Layout/TaskEnv")
+        task = from_environ()
+        return Resolved(task.layout, task, True)
+    if isinstance(source, TaskEnv):
+        return Resolved(source.layout, source, False)
+    if isinstance(source, Layout):
+        return Resolved(source, None, False)
+    if isinstance(source, str) and text:
+        return Resolved(Layout(source, world), None, True)
+    kinds = "an hcg.Layout, a TaskEnv, layout text or None" if text else \
+        "an hcg.Layout, a TaskEnv or None"
+    raise HcgTypeError(Status.EINVAL, "a layout source is %s, not %s"
+                       % (kinds, type(source).__name__))
 
 
 #: Default timeout when neither the caller nor HCG_TIMEOUT gives one. Longer
@@ -107,56 +211,6 @@ def group_timeout(timeout: Optional[Timeout]) -> datetime.timedelta:
     if timeout is not None:
         return timeout_of(timeout)
     return STATE.timeout or timeout_of(None)
-
-
-_store_lock = threading.Lock()
-#: Keyword arguments every TCPStore hcg opens gets (see _store_kwargs).
-_store_kw: Optional[Dict[str, Any]] = None
-
-
-def _store_kwargs(d: Dist) -> Dict[str, Any]:
-    """What a TCPStore needs to open on this torch, detected once.
-
-    torch 2.4 and later take ``use_libuv`` and default it to True, but a
-    torch built without libuv (Debian's 2.6 and 2.14) refuses that default
-    in every TCPStore, server or client. Whether the argument exists is
-    read from the constructor's signature; where it does, a throwaway
-    server on a free loopback port tells whether torch's default opens.
-    When it does not and one with ``use_libuv=False`` does, every store
-    hcg opens asks for that. The check is the feature itself, never a
-    version number."""
-    global _store_kw
-    with _store_lock:
-        if _store_kw is None:
-            _store_kw = {}
-            if "use_libuv" in (d.TCPStore.__init__.__doc__ or ""):
-                if not _opens(d, {}) and _opens(d, {"use_libuv": False}):
-                    _store_kw = {"use_libuv": False}
-        return dict(_store_kw)
-
-
-def _opens(d: Dist, kwargs: Dict[str, Any]) -> bool:
-    try:
-        probe = d.TCPStore("127.0.0.1", 0, 1, True,
-                           datetime.timedelta(seconds=10),
-                           wait_for_workers=False, **kwargs)
-    except Exception:  # pylint: disable=broad-except
-        return False
-    del probe  # its server thread ends with it
-    return True
-
-
-def tcp_store(host: str, port: int, world_size: Optional[int],
-              is_master: bool, timeout: datetime.timedelta,
-              wait_for_workers: bool = True) -> Store:
-    """A ``torch.distributed.TCPStore`` (server when ``is_master``, else a
-    client of HOST:PORT) that opens on this torch whether or not it was
-    built with libuv. Arguments as TCPStore's. torch's own errors (a port
-    in use, a server that never answers) are raised as they come; callers
-    turn them into :class:`hcg.HcgError` with what they were doing."""
-    d = dist()
-    return d.TCPStore(host, port, world_size, is_master, timeout,
-                      wait_for_workers=wait_for_workers, **_store_kwargs(d))
 
 
 _kept_lock = threading.Lock()

@@ -29,32 +29,23 @@ from ..env import TaskEnv
 from ..errors import HcgRuntimeError, HcgTypeError, HcgValueError, Status
 from ..layout import Bridge, Layout
 from . import groups as _groups
-from ._base import STATE, NotInitializedError, Timeout, dist, group_timeout
+from ._base import (STATE, Dist, Timeout, group_timeout, require_initialized,
+                    resolve_source)
 
 _MAX_DIMS = 8  # of a tensor sent by the non-colocated bridge
 
 
 #: Where a bridge finds its layout and rank: hcg.torch.init()'s task when
-#: None.
+#: None. No layout text: a bridge never closes its layout.
 Source = Union[Layout, TaskEnv, None]
 
 
-def _layout_and_rank(source: Source) -> Tuple[Layout, int]:
-    d = dist()
-    if not d.is_initialized():
-        raise NotInitializedError(Status.EINVAL, "torch.distributed is not initialized: "
-                                  "call hcg.torch.init() first")
-    if source is None:
-        source = STATE.task
-    if source is None:
-        raise HcgRuntimeError(Status.EINVAL, "no layout: call hcg.torch.init() first "
-                              "or pass source=Layout/TaskEnv")
-    if isinstance(source, TaskEnv):
-        return source.layout, source.rank
-    if isinstance(source, Layout):
-        return source, d.get_rank()
-    raise HcgTypeError(Status.EINVAL, "source must be an hcg.Layout or a TaskEnv, "
-                       "not %s" % type(source).__name__)
+def _layout_and_rank(source: Source, d: Dist) -> Tuple[Layout, int]:
+    """The bridge's layout and this rank in it: a task's own rank, else
+    torch's."""
+    found = resolve_source(source, text=False, environ=False)
+    rank = found.task.rank if found.task is not None else d.get_rank()
+    return found.layout, rank
 
 
 def _grids(layout: Layout, src: Optional[str], dest: Optional[str]) -> Tuple[str, str]:
@@ -73,11 +64,14 @@ class _BridgeBase(torch.nn.Module):  # type: ignore[misc] # torch is Any to mypy
     """What both bridges share: the layout, the grids, libhcg's bridge and
     the groups' timeout."""
 
+    #: The public name errors give (a subclass of a user's keeps hcg's).
+    _API = "hcg.torch.bridge"
+
     def __init__(self, src: Optional[str], dest: Optional[str],
                  source: Source, timeout: Optional[Timeout]) -> None:
         super().__init__()
-        self._dist = dist()
-        self.layout, self.rank = _layout_and_rank(source)
+        self._dist = require_initialized(self._API)
+        self.layout, self.rank = _layout_and_rank(source, self._dist)
         self.src, self.dest = _grids(self.layout, src, dest)
         self.bridge: Bridge = self.layout.bridge(self.src, self.dest)
         self.kind = self.bridge.kind
@@ -133,10 +127,14 @@ class ColocatedBridge(_BridgeBase):
 
     Raises:
         NotInitializedError: torch.distributed is not initialized.
+        hcg.HcgTypeError: a source that is no Layout, TaskEnv or None.
+        hcg.HcgRuntimeError: no source and no hcg.torch.init() (EINVAL).
         hcg.HcgValueError: the grids do not share ranks or cannot be
             bridged (``EBRIDGE``), a batch that does not split.
         hcg.HcgError: a group cannot form (see :mod:`hcg.torch.groups`).
     """
+
+    _API = "hcg.torch.ColocatedBridge"
 
     def __init__(self, src: Optional[str] = None, dest: Optional[str] = None, *,
                  source: Source = None, batch: Optional[int] = None,
@@ -284,9 +282,13 @@ class NonColocatedBridge(_BridgeBase):
 
     Raises:
         NotInitializedError: torch.distributed is not initialized.
+        hcg.HcgTypeError, hcg.HcgRuntimeError: a source as for
+            :class:`ColocatedBridge`.
         hcg.HcgValueError: the grids share ranks (``EBRIDGE``), a device
             that is none.
     """
+
+    _API = "hcg.torch.NonColocatedBridge"
 
     def __init__(self, src: Optional[str] = None, dest: Optional[str] = None, *,
                  source: Source = None, timeout: Optional[Timeout] = None,

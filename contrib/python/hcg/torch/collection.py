@@ -17,16 +17,14 @@ one process group object.
 from __future__ import annotations
 
 import dataclasses
-import os
 import warnings
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..env import TaskEnv, domain_local_of, from_environ, node_local_of
 from ..errors import HcgTypeError, HcgValueError, Status
 from ..layout import EMBEDDINGS, FIELDS, GridRef, Layout, Spec
 from . import groups as _groups
-from ._base import (STATE, Dist, NotInitializedError, ProcessGroup, Timeout,
-                    dist, group_timeout, timeout_of)
+from ._base import (STATE, Dist, ProcessGroup, Resolved, Source, Timeout,
+                    group_timeout, require_initialized, resolve_source, timeout_of)
 
 #: The weight-rematerialization groups of Megatron's collection, each over
 #: one dim: ``gtp_remat`` of the base, ``expt_gtp_remat`` of the expert view.
@@ -53,7 +51,6 @@ NOT_MADE: Dict[str, str] = {
                       "(--num-distributed-optimizer-instances > 1)",
 }
 
-Source = Union[Layout, TaskEnv, str, None]
 _OPTION_NAMES = ("backend", "timeout", "pg_options")
 
 
@@ -196,38 +193,26 @@ class MultiModuleCollection(Dict[str, ProcessGroups]):
                    language_model_module_name=self.language)
 
 
-def _resolve(source: Source, d: Dist) -> Tuple[Layout, int, bool]:
-    """(layout, rank, owned) from what the caller gave, checked against the
-    default process group."""
-    if not d.is_initialized():
-        raise NotInitializedError(Status.EINVAL, "torch.distributed is not initialized: "
-                                  "call hcg.torch.init() first (or init_process_group)")
+def _resolve(source: Source, d: Dist) -> Tuple[Resolved, int]:
+    """The layout a factory was given (see _base.resolve_source) and
+    torch's rank, checked against the default process group: a task's
+    rank must be torch's, the layout's world torch's."""
     world, rank = d.get_world_size(), d.get_rank()
-    owned = False
-    if source is None:
-        if STATE.task is not None:
-            source = STATE.task
-        else:
-            source, owned = from_environ(), True
-    if isinstance(source, str):
-        source, owned = Layout(source, world), True
-    if isinstance(source, TaskEnv):
-        if source.rank != rank:
+    found = resolve_source(source, world=world)
+    try:
+        if found.task is not None and found.task.rank != rank:
             raise HcgValueError(Status.EMISMATCH, "HCG_RANK=%d but "
                                 "torch.distributed.get_rank()=%d: the torch ranks "
                                 "must be the Slurm task ranks (RANK=$SLURM_PROCID)"
-                                % (source.rank, rank))
-        layout = source.layout
-    elif isinstance(source, Layout):
-        layout = source
-    else:
-        raise HcgTypeError(Status.EINVAL, "a layout source is an hcg.Layout, a "
-                           "TaskEnv, layout text or None, not %s"
-                           % type(source).__name__)
-    if layout.world_size != world:
-        raise HcgValueError(Status.EMISMATCH, "the layout is for %d ranks but the "
-                            "torch world has %d" % (layout.world_size, world))
-    return layout, rank, owned
+                                % (found.task.rank, rank))
+        if found.layout.world_size != world:
+            raise HcgValueError(Status.EMISMATCH, "the layout is for %d ranks but the "
+                                "torch world has %d" % (found.layout.world_size, world))
+    except HcgValueError:
+        if found.owned:
+            found.layout.close()  # read here for nothing
+        raise
+    return found, rank
 
 
 def _remat_request(layout: Layout, g: Any, view: str, dim: str) -> Any:
@@ -308,19 +293,16 @@ class GroupFactory:
             if not isinstance(flag, bool):
                 raise HcgTypeError(Status.EINVAL, "GroupFactory(%s=...) takes "
                                    "True or False, got %r" % (name, flag))
-        self._dist = dist()
-        self.layout, self.rank, self._owned = _resolve(source, self._dist)
-        # The plugin's placement verdicts, when the groups are this task's.
-        task = source if isinstance(source, TaskEnv) else (
-            STATE.task if source is None else None)
+        self._dist = require_initialized("hcg.torch.GroupFactory")
+        found, self.rank = _resolve(source, self._dist)
+        self.layout, self._owned = found.layout, found.owned
+        # The plugin's placement verdicts, when the groups are a task's
+        # (also one read from the environment here); none for a bare layout.
+        task = found.task
         self.node_local: Dict[str, bool] = (
-            dict(task.node_local) if task is not None else
-            node_local_of(os.environ, self.layout, self.rank)
-            if source is None else {})
+            dict(task.node_local) if task is not None else {})
         self.domain_local: Dict[str, bool] = (
-            dict(task.domain_local) if task is not None else
-            domain_local_of(os.environ, self.layout, self.rank)
-            if source is None else {})
+            dict(task.domain_local) if task is not None else {})
         self._backend = backend or STATE.backend
         self._timeout = group_timeout(timeout)
         self._pg_options = pg_options

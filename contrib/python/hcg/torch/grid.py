@@ -42,8 +42,8 @@ from ..errors import (HcgError, HcgKeyError, HcgRuntimeError, HcgTypeError,
                       HcgValueError, Status)
 from ..layout import Layout, Request
 from . import groups as _groups
-from ._base import (STATE, NotInitializedError, TorchUnavailableError, dist,
-                    group_timeout)
+from ._base import (STATE, TorchUnavailableError, dist, group_timeout,
+                    require_initialized)
 
 
 class GridKeyError(HcgKeyError):
@@ -422,14 +422,7 @@ class HyperCommGrid:
 
     def _torch(self) -> Any:
         """torch.distributed, initialized, for this grid's world."""
-        d = dist()
-        if not d.is_initialized():
-            raise NotInitializedError(Status.EINVAL, "HyperCommGrid.create_pg "
-                                      "needs torch.distributed: the default "
-                                      "process group has not been "
-                                      "initialized; call hcg.torch.init() (or "
-                                      "torch.distributed.init_process_group) "
-                                      "first")
+        d = require_initialized("hcg.torch.HyperCommGrid.create_pg")
         world = d.get_world_size()
         if world != self.world:
             raise GridRuntimeError(Status.EMISMATCH, "this HyperCommGrid was "
@@ -516,8 +509,9 @@ class HyperCommGrid:
             ValueError: a dim the view does not have.
             TypeError: a keyword argument this torch's
                 new_subgroups_by_enumeration does not take.
-            RuntimeError: torch.distributed is not initialized (also a
-                ValueError), or its world is not the grid's.
+            NotInitializedError: torch.distributed is not initialized (a
+                RuntimeError, as Megatron's tests expect, and a ValueError).
+            RuntimeError: torch.distributed's world is not the grid's.
             hcg.HcgError: a member that never arrives (ETIMEOUT).
         """
         # The key first: a group created twice is a KeyError even before

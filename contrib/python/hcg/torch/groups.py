@@ -52,8 +52,8 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 from ..errors import HcgError, HcgRuntimeError, HcgValueError, Status
 from . import _meet
 from . import store as jobstore
-from ._base import (STATE, Dist, NotInitializedError, ProcessGroup, Store,
-                    dist, keep_backends)
+from ._base import (STATE, Dist, ProcessGroup, Store, dist, keep_backends,
+                    require_initialized)
 
 #: Most groups a rank connects at once. Measured with bench_torch's
 #: collection at 32 tasks on 2 CPUs (7 shared groups per rank, torch 1.13):
@@ -415,11 +415,17 @@ def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, ProcessGroup]:
     handed out again and nothing is made; one made here is kept there for
     later calls. Every member decides alike, as long as the members made
     the same calls for that group (which hcg asks of them anyway). Specs
-    of one call that name the same shared group get one group."""
-    d = dist()
-    if not d.is_initialized():
-        raise NotInitializedError(Status.EINVAL, "torch.distributed is not initialized: "
-                                  "call hcg.torch.init() (or init_process_group) first")
+    of one call that name the same shared group get one group.
+
+    Raises:
+        NotInitializedError: no default group (one destroyed since the
+            caller's factory, grid or bridge was made).
+        hcg.HcgValueError: ``rank`` not a member of a spec (ENOTMEMBER).
+        hcg.HcgError: a group that cannot form (see the module's text).
+    """
+    # Its callers checked already; the default group may have been
+    # destroyed since (a factory's later call), which this tells.
+    d = require_initialized("hcg.torch.groups.build")
     for s in specs:
         if rank not in s.members:
             raise HcgValueError(Status.ENOTMEMBER, "rank %d is not a member of "

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping,
-                    NamedTuple, Optional, Sequence, Set, Tuple, Union, cast)
+                    NamedTuple, Optional, Sequence, Set, Tuple, cast)
 
-from ..env import TaskEnv, from_environ
-from ..errors import HcgRuntimeError, HcgTypeError, HcgValueError, Status
+from ..errors import HcgRuntimeError, HcgValueError, Status
 from ..layout import Grid, Layout
 from . import groups as _groups
-from ._base import STATE, NotInitializedError, Timeout, dist, group_timeout
+from ._base import (STATE, Source, Timeout, dist, group_timeout, require_initialized,
+                    resolve_source)
 from .grid import HyperCommGrid, _make, _Planned
 
 #: Megatron's name of the language module (MIMO_LANGUAGE_MODULE_KEY).
@@ -372,25 +372,6 @@ def _flag_text(name: str, want: bool) -> str:
     return "wants it %s" % ("set" if want else "not set")
 
 
-Source = Union[Layout, TaskEnv, str, None]
-
-
-def _layout_of(source: Source) -> Tuple[Layout, bool]:
-    if source is None:
-        if STATE.task is not None:
-            return STATE.task.layout, False
-        task = from_environ()
-        return task.layout, True
-    if isinstance(source, TaskEnv):
-        return source.layout, False
-    if isinstance(source, Layout):
-        return source, False
-    if isinstance(source, str):
-        return Layout(source), True
-    raise HcgTypeError(Status.EINVAL, "a layout source is an hcg.Layout, a "
-                       "TaskEnv, layout text or None, not %s" % type(source).__name__)
-
-
 def megatron_args(source: Source = None) -> MegatronArgs:
     """The sizes of Megatron's parallel arguments that the task's layout
     stands for: the inverse of ``hcg layout --megatron``.
@@ -407,14 +388,15 @@ def megatron_args(source: Source = None) -> MegatronArgs:
         MegatronError: a layout Megatron cannot build (an unknown dim, dims
             in another order, a view that does not share pp, several grids
             without one named ``language``). Also a ValueError.
+        hcg.HcgTypeError: a source of another type.
         hcg.HcgError: no layout (EENV).
     """
-    layout, owned = _layout_of(source)
+    found = resolve_source(source)
     try:
-        return MegatronArgs(layout)
+        return MegatronArgs(found.layout)
     finally:
-        if owned:
-            layout.close()
+        if found.owned:
+            found.layout.close()
 
 
 def check_megatron_args(args: Any, source: Source = None) -> MegatronArgs:
@@ -777,7 +759,8 @@ def create_topology(specs: Sequence[Any],
             not divide, module spans that partly overlap or leave gaps
             (Megatron's messages; also :class:`MegatronError`); checked
             before any group is made.
-        RuntimeError: torch.distributed is not initialized.
+        NotInitializedError: torch.distributed is not initialized (a
+            RuntimeError, as Megatron raises there, and a ValueError).
         hcg.HcgError: a group whose members do not all arrive (ETIMEOUT);
             the groups made so far are destroyed.
     """
@@ -794,13 +777,7 @@ def create_topology(specs: Sequence[Any],
     if len(set(names)) != len(names):
         raise MegatronError(Status.EINVAL, "create_topology: module names "
                             "repeat: %s" % names)
-    d = dist()
-    if not d.is_initialized():
-        raise NotInitializedError(Status.EINVAL, "create_topology needs "
-                                  "torch.distributed: the default process "
-                                  "group has not been initialized; call "
-                                  "hcg.torch.init() (or torch.distributed."
-                                  "init_process_group) first")
+    d = require_initialized("hcg.torch.megatron.create_topology")
     world, rank = d.get_world_size(), d.get_rank()
     options = _options_fn(high_priority_stream_groups, pg_options_fn)
     if collection_cls is None or multi_cls is None:

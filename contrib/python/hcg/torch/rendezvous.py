@@ -37,7 +37,7 @@ from ..errors import (HcgError, HcgRuntimeError, PeerError, Status, from_c,
 from . import _meet
 from . import store as jobstore
 from ._base import (MAX_TIMEOUT_S, STATE, Dist, Store, Timeout, dist,
-                    keep_backends, tcp_store, timeout_of)
+                    keep_backends, timeout_of)
 from ._meet import first_line
 
 #: Room for what rank 0 broadcasts: "SECRET ADDRESS:PORT", or its failure.
@@ -133,8 +133,8 @@ def _server(host: str, port: int, world_size: int,
     """Rank 0's TCPStore (MASTER_ADDR and MASTER_PORT name it). It does not
     wait for the others there."""
     try:
-        return tcp_store(host, port, world_size, True, timeout,
-                         wait_for_workers=False)
+        return jobstore.tcp_store(host, port, world_size, True, timeout,
+                                  wait_for_workers=False)
     except Exception as exc:  # pylint: disable=broad-except
         raise HcgRuntimeError(Status.EIO, "rank 0 could not open hcg.torch's store "
                               "(a TCPStore) on %s port %s: %s"

@@ -19,6 +19,9 @@ NCCL use it as they use a TCPStore. A wait (get, wait, multi_get) is held
 by the server until its keys exist or its deadline passes, and answered
 either way; a client whose server is gone (rank 0 died) learns it at once
 from its socket, not at its timeout.
+
+Where MASTER_ADDR and MASTER_PORT name the store, it is torch's TCPStore,
+opened by :func:`tcp_store` (also ``hcg.torch.tcp_store``) on every torch.
 """
 
 from __future__ import annotations
@@ -35,11 +38,11 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Any, List, Optional, Sequence, Union, cast
+from typing import IO, Any, Dict, List, Optional, Sequence, Union, cast
 
 from ..errors import HcgError, HcgRuntimeError, HcgTimeoutError, HcgValueError, Status
 from . import _store_server as proto
-from ._base import dist, tcp_store
+from ._base import Dist, Store, dist
 from ._meet import first_line
 
 #: Seconds a connection may take to prove itself before it is closed.
@@ -66,8 +69,86 @@ Key = Union[str, bytes]
 Value = Union[str, bytes, bytearray, Sequence[int]]
 
 
-class StoreStartError(OSError):
-    """The store's process did not start, or ended before it listened."""
+class StoreStartError(HcgError, OSError):
+    """The store's process did not start, or ended before it listened.
+
+    An :class:`hcg.HcgError` with status EIO, and the OSError it was before
+    (an ``except OSError`` still catches it).
+
+    Args:
+        message: what failed.
+        errno: the failed system call's error number, None when the
+            process itself ended.
+    """
+
+    def __init__(self, message: str, errno: Optional[int] = None) -> None:
+        super().__init__(Status.EIO, message)
+        # OSError's own __init__ took the hcg status for an error number:
+        # an OSError handler reading errno gets the system's, or None (which
+        # some typeshed versions do not allow for, hence Any).
+        cast(Any, self).errno = errno
+
+
+_store_lock = threading.Lock()
+#: Keyword arguments every TCPStore hcg opens gets (see _store_kwargs).
+_store_kw: Optional[Dict[str, Any]] = None
+
+
+def _store_kwargs(d: Dist) -> Dict[str, Any]:
+    """What a TCPStore needs to open on this torch, detected once.
+
+    torch 2.4 and later take ``use_libuv`` and default it to True, but a
+    torch built without libuv (Debian's 2.6 and 2.14) refuses that default
+    in every TCPStore, server or client. Whether the argument exists is
+    read from the constructor's signature; where it does, a throwaway
+    server on a free loopback port tells whether torch's default opens.
+    When it does not and one with ``use_libuv=False`` does, every store
+    hcg opens asks for that. The check is the feature itself, never a
+    version number."""
+    global _store_kw
+    with _store_lock:
+        if _store_kw is None:
+            _store_kw = {}
+            if "use_libuv" in (d.TCPStore.__init__.__doc__ or ""):
+                if not _opens(d, {}) and _opens(d, {"use_libuv": False}):
+                    _store_kw = {"use_libuv": False}
+        return dict(_store_kw)
+
+
+def _opens(d: Dist, kwargs: Dict[str, Any]) -> bool:
+    try:
+        probe = d.TCPStore("127.0.0.1", 0, 1, True,
+                           datetime.timedelta(seconds=10),
+                           wait_for_workers=False, **kwargs)
+    except Exception:  # pylint: disable=broad-except
+        return False
+    del probe  # its server thread ends with it
+    return True
+
+
+def tcp_store(host: str, port: int, world_size: Optional[int],
+              is_master: bool, timeout: datetime.timedelta,
+              wait_for_workers: bool = True) -> Store:
+    """A ``torch.distributed.TCPStore`` that opens on this torch whether or
+    not it was built with libuv (public as ``hcg.torch.tcp_store``).
+
+    Args:
+        host, port, world_size, is_master, timeout, wait_for_workers: as
+            TCPStore's: a server when ``is_master``, else a client of
+            HOST:PORT.
+
+    Returns:
+        The TCPStore.
+
+    Raises:
+        TorchUnavailableError: no usable torch.distributed.
+        RuntimeError: torch's own errors (a port in use, a server that
+            never answers), as they come; callers turn them into
+            :class:`hcg.HcgError` with what they were doing.
+    """
+    d = dist()
+    return d.TCPStore(host, port, world_size, is_master, timeout,
+                      wait_for_workers=wait_for_workers, **_store_kwargs(d))
 
 
 class _Busy(Exception):
@@ -102,7 +183,8 @@ class Server:
         HcgValueError: ``host`` is not one IP address or host name, or the
             secret is not 16 bytes.
         StoreStartError: the process did not start or ended early (its
-            standard error, the caller's, says why).
+            standard error, the caller's, says why); an HcgError (EIO) and
+            an OSError.
         OSError: it cannot listen there (the reason in the message).
     """
 
@@ -129,7 +211,8 @@ class Server:
                                           stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, close_fds=True)
         except OSError as exc:
-            raise StoreStartError("cannot run %s: %s" % (python, exc)) from None
+            raise StoreStartError("cannot run %s: %s" % (python, exc),
+                                  exc.errno) from None
         pipe = cast(IO[bytes], self._proc.stdin)
         try:
             pipe.write(line)
@@ -137,7 +220,7 @@ class Server:
             answer = self._answer()
         except OSError as exc:
             self.close()
-            raise StoreStartError("its process: %s" % exc) from None
+            raise StoreStartError("its process: %s" % exc, exc.errno) from None
         if not answer.isdigit():
             self.close()
             if answer.startswith("ERROR "):
