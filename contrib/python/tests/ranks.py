@@ -15,10 +15,12 @@ the interpreter's exit handlers (atexit), as a process of its own does.
 from __future__ import annotations
 
 import atexit
+import faulthandler
 import importlib
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -54,6 +56,9 @@ def _rank_main(module: str, argv: Sequence[str], env: Dict[str, str],
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     sys.argv = [module] + list(argv)
+    # A rank still running at the limit is asked for every thread's Python
+    # stack (into its stderr) before it is killed: a hang says where.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     code: object = 1
     try:
         code = importlib.import_module(module).main()
@@ -101,8 +106,9 @@ def run(module: str, argvs: List[Sequence[str]], env: Dict[str, str],
             for r, (p, _, _) in enumerate(procs):
                 p.join(max(0.0, deadline - time.monotonic()))
                 if p.exitcode is None:
-                    raise AssertionError("rank %d of %s still running after %g s"
-                                         % (r, module, limit))
+                    raise AssertionError("rank %d of %s still running after %g s; "
+                                         "what the ranks still running were doing:\n%s"
+                                         % (r, module, limit, _stacks(procs)))
         finally:
             for p, _, _ in procs:
                 if p.exitcode is None:
@@ -119,6 +125,29 @@ def run(module: str, argvs: List[Sequence[str]], env: Dict[str, str],
                     texts.append("")
             ranks.append(Rank(p.exitcode, texts[0], texts[1]))
         return ranks
+
+
+def _stacks(procs: List[Any], tail: int = 6000) -> str:
+    """Every rank still running dumps its threads' stacks (SIGUSR1, see
+    _rank_main); the end of each one's stdout and stderr, for a message."""
+    running = [(r, p, out, err) for r, (p, out, err) in enumerate(procs)
+               if p.exitcode is None]
+    for _, p, _, _ in running:
+        try:
+            os.kill(p.pid, signal.SIGUSR1)
+        except OSError:
+            pass
+    time.sleep(2)
+    parts = []
+    for r, _, out, err in running:
+        for name, path in (("stdout", out), ("stderr", err)):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text = f.read()[-tail:]
+            except OSError:
+                text = ""
+            parts.append("--- rank %d, %s:\n%s" % (r, name, text))
+    return "\n".join(parts)
 
 
 def results(done: List[Rank], err_tail: int) -> List[Dict[str, Any]]:
