@@ -175,6 +175,9 @@ def run_job(scenario: str, world: int, arg: str = "",
     env.pop("HCG_LAYOUT", None)
     env.pop("HCG_VERSION", None)
     env.pop("HCG_TEST_JOB_STORE", None)
+    # A group that never forms fails with hcg's error, naming it and the
+    # ranks, within the job's limit (hcg's default, 300 s, is longer).
+    env["HCG_TIMEOUT"] = "60"
     if job_store:
         env["HCG_TEST_JOB_STORE"] = os.urandom(16).hex()
     done = ranks.run("tests.torch_worker",
