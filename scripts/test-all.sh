@@ -156,6 +156,9 @@ step() {
   cpu=$(cpu_seconds "$log.cpu")
   rm -f "$log.cpu"
   # What a step costs on a shared machine is its CPU as much as its time.
+  # Only what the step itself waited for counts: the tasks Slurm's daemons
+  # start and the ranks a test's forkserver starts are not in it, so for
+  # the cluster and Python steps it is a lower bound.
   c="${cpu:+cpu ${cpu}s}${c:+${cpu:+, }$c}"
   skip_reasons "$log" | sed "s/^/$prefix/" >>"$logs/skips"
   if [ "$rc" -eq 0 ]; then
