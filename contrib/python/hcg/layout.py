@@ -18,27 +18,17 @@ from .errors import (HcgError, HcgKeyError, HcgTypeError, HcgValueError,
                      Status, error, fail, from_c)
 
 
-def _field_names() -> Tuple[str, ...]:
-    """The collection fields libhcg names, in enum hcg_field order
-    (``hcg_field_name`` answers NULL past the last one).
-
-    Raises:
-        OSError: libhcg cannot be loaded.
-    """
-    lib = _lib.lib()
-    names: List[str] = []
-    while True:
-        name = lib.hcg_field_name(len(names))
-        if name is None:
-            return tuple(names)
-        names.append(_lib.text(name))
-
-
 #: Field names of a grid's process-group collection, in hcg.h order
-#: (enum hcg_field), read from libhcg when hcg is imported: its table in
-#: runtime/core/collection.c is their one place. Megatron's
-#: ProcessGroupCollection uses the same names.
-FIELDS: Tuple[str, ...] = _field_names()
+#: (enum hcg_field). Megatron's ProcessGroupCollection uses the same names.
+#: Written out, not asked of libhcg: ``import hcg`` must not need the
+#: library (a process outside the job uses hcg.torch.store's client
+#: alone); test_layout holds them to hcg_field_name and `hcg help fields`.
+FIELDS: Tuple[str, ...] = (
+    "tp", "cp", "pp", "dp", "dp_cp", "tp_cp", "mp", "tp_dp", "tp_dp_cp",
+    "dp_cp_gtp_remat", "ep", "expt_tp", "expt_dp", "tp_ep", "tp_ep_pp",
+    "expt_dp_gtp_remat", "tp_ep_pp_with_egtp_remat", "intra_dp_cp",
+    "intra_expt_dp", "intra_dist_opt",
+)
 
 #: Kinds of embedding groups (enum hcg_embedding).
 EMBEDDINGS: Tuple[str, ...] = ("embd", "pos_embd")

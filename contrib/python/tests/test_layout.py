@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 import threading
 import unittest
 
@@ -166,12 +169,25 @@ class Library(unittest.TestCase):
         self.assertEqual(HcgError(99, "future").name, "99")
 
     def test_fields_are_the_commands(self):
-        # FIELDS is read from the library, and so is `hcg help fields`,
-        # which tests/cli/facts.bats holds the docs to: no copy of the
-        # names anywhere, and the binding and the command agree.
+        # FIELDS is written out (import hcg needs no library); the library
+        # (above) and `hcg help fields`, which tests/cli/facts.bats holds
+        # the docs to, must name the same fields in the same order.
         table = cli("help", "fields").stdout.splitlines()
         self.assertEqual(table[0].split()[0], "FIELD")
         self.assertEqual(hcg.FIELDS, tuple(line.split()[0] for line in table[1:]))
+
+
+    def test_import_needs_no_library(self):
+        # A process outside the job (no HCG_LIBRARY, no libhcg on its
+        # path) imports hcg and uses hcg.torch.store's client alone: the
+        # library is loaded at the first call that needs it, not before.
+        env = dict(os.environ, HCG_LIBRARY="/nonexistent/libhcg.so.1")
+        proc = subprocess.run([sys.executable, "-c", "import hcg, hcg.torch.store; "
+                               "print(len(hcg.FIELDS))"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout.strip(), str(len(hcg.FIELDS)))
 
 
 if __name__ == "__main__":
