@@ -44,7 +44,7 @@ from __future__ import annotations
 import datetime
 import re
 import time
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from ..errors import (HcgError, HcgRuntimeError, HcgTimeoutError,
                       HcgValueError, PeerError, Status, status_name)
@@ -159,18 +159,25 @@ def report(store: Store, rank: int, exc: BaseException, settle: bool = False) ->
     return True
 
 
+def _poll(done: Callable[[], bool], deadline: float) -> None:
+    """Asks ``done()`` every 50 ms until it says so, ``deadline`` (a
+    ``time.monotonic()`` value) passes, or it raises (a store that is
+    gone: nobody is left to wait for)."""
+    while time.monotonic() < deadline:
+        try:
+            if done():
+                return
+        except Exception:  # pylint: disable=broad-except
+            return
+        time.sleep(0.05)
+
+
 def linger(store: Store, size: int, deadline: float) -> None:
     """Waits (polling, until ``deadline``) until all ``size`` members are
     done with a failed step (``settle=True`` in meet and report): the
     member hosting the store calls it before it leaves, so that no other
     member finds the store gone instead of the failure."""
-    while time.monotonic() < deadline:
-        try:
-            if store.add(_SETTLED, 0) >= size:
-                return
-        except Exception:  # pylint: disable=broad-except
-            return
-        time.sleep(0.05)
+    _poll(lambda: bool(store.add(_SETTLED, 0) >= size), deadline)
 
 
 def _bump(store: Store, key: str) -> None:
@@ -187,17 +194,14 @@ def outlast(store: Store, size: int, deadline: float) -> None:
     in to a failed step of ``size`` members (``leave=True`` in meet) has
     left it: the member hosting the store calls it before it leaves, so
     that no member still naming the absent ones finds the store gone
-    instead. Returns at once for a step that went well."""
-    while time.monotonic() < deadline:
-        try:
-            arrived = store.add(_ARRIVED, 0)
-            if store.add(_LEFT, 0) >= arrived:
-                return
-            if arrived >= size and store.add(_NFAILED, 0) == 0:
-                return  # everyone came and nobody failed: it went well
-        except Exception:  # pylint: disable=broad-except
-            return
-        time.sleep(0.05)
+    instead. Returns at once for a step that went well (everyone came
+    and nobody failed)."""
+    def done() -> bool:
+        arrived = store.add(_ARRIVED, 0)
+        return bool(store.add(_LEFT, 0) >= arrived or (
+            arrived >= size and store.add(_NFAILED, 0) == 0))
+
+    _poll(done, deadline)
 
 
 def meet(store: Store, index: int, members: Sequence[int], rank: int,

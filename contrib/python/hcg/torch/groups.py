@@ -544,8 +544,7 @@ class _Build:
         that it failed, so that none of them waits for it. Whatever failed
         (this thread's client too), it tries a connection of its own."""
         self.failed.set()
-        with self.lock:
-            left = [s for s in self.order if s.key not in self.finished]
+        left = self._unfinished()
         try:
             store: Optional[Store] = self.client()
         except Exception:  # pylint: disable=broad-except
@@ -637,6 +636,11 @@ class _Build:
                 _idle.extend((self.base, store) for store in self.taken)
         return {s.key: self.finished[s.key] for s in self.order}
 
+    def _unfinished(self) -> List[GroupSpec]:
+        """This call's groups not finished (yet), in its order."""
+        with self.lock:
+            return [s for s in self.order if s.key not in self.finished]
+
     def _outlast(self) -> None:
         """Rank 0 hosts the store (hcg's job store, or torch's TCPStore):
         before its failed call returns, and maybe its process ends with
@@ -644,8 +648,7 @@ class _Build:
         group has left that group's meeting having read what it needed
         (the failure, or who never arrived): as long as their timeouts
         run, OUTLAST_S at most (a member that died never leaves)."""
-        with self.lock:
-            left = [s for s in self.order if s.key not in self.finished]
+        left = self._unfinished()
         if not left:
             return
         deadline = time.monotonic() + min(OUTLAST_S, max(s.timeout.total_seconds()
