@@ -9,16 +9,27 @@
 # HCG_DEPS_PACKAGES replaces the package list (tests/setup/deps-lock.sh).
 set -eu
 
-packages=${HCG_DEPS_PACKAGES:-"
+# What every tier's steps need: the build, the unit, valgrind, Python and
+# cluster tests, the demo.
+stack="
   build-essential autoconf automake libtool pkg-config
-  check bats jq valgrind clang libclang-rt-dev time man-db abigail-tools
-  clang-format
-  debootstrap rsync
+  check bats jq valgrind time man-db
   slurm-wlm slurmctld slurmd slurm-client munge libslurm-dev
   libpmix-dev libpmix-bin
   procps iproute2 hostname python3 python3-torch
   python3-setuptools python3-wheel python3-pip python3-venv mypy
-"}
+"
+# What only the machine itself needs: the steps that test the sources once
+# (the fuzzers and the format check want clang, the ABI check abigail-tools)
+# and the making of the other tiers' roots (debootstrap, rsync). A tier in
+# its root (scripts/tier.sh sets HCG_TIER there) runs none of them: its
+# root does without these, about 400 MB of LLVM less to fetch and unpack.
+machine="
+  clang libclang-rt-dev clang-format abigail-tools
+  debootstrap rsync
+"
+if [ -n "${HCG_TIER:-}" ]; then machine=; fi
+packages=${HCG_DEPS_PACKAGES:-"$stack $machine"}
 lock_wait=${HCG_LOCK_WAIT:-600}
 locks="/var/lib/dpkg/lock-frontend /var/lib/dpkg/lock
   /var/lib/apt/lists/lock /var/cache/apt/archives/lock"

@@ -207,8 +207,9 @@ one_rank_fails() {
 
 # The colocated bridges, every check on every rank of 8 (forward rows,
 # full-sequence backward, the cp control when dest cp > 1, the oracle), all
-# pairs in one srun over five colocated grids: one start of torch per task
-# instead of one per pair (each srun of 8 costs CI about 10 s of imports).
+# pairs in one srun over five colocated grids, and then bad input on the
+# fan-out audio -> vision: one start of torch per task instead of one per
+# pair (each srun of 8 costs CI about 20 CPU seconds of imports per tier).
 BRIDGE_GRIDS='vision@0:tp=2,dp=4; audio@0:tp=4,dp=2; llm@0:tp=2,cp=2,dp=2; video@0:tp=1,cp=2,dp=4; image@0:tp=1,dp=8'
 # NAME SRC:DEST (SRC -> DEST)
 BRIDGE_PAIRS='fan-in vision:audio (TP2/DP4 -> TP4/DP2)
@@ -219,12 +220,28 @@ fan-in-4 image:audio (TP1/DP8 -> TP4/DP2)
 fan-in-4-cp2 image:llm (TP1/DP8 -> TP2/CP2/DP2)
 passthrough-cp2 vision:video (TP2/DP4 -> TP1/CP2/DP4)'
 
-@test "colocated bridges: fan-in, fan-out, by 4, to cp 2, passthrough (7 pairs, one srun of 8 tasks)" {
+# bridge_bad_input: rank 0's checks of bad input name the values, and no
+# task printed a traceback (hcg's errors, nothing sent).
+bridge_bad_input() {
+  local o
+  o=$(outs | grep '^check 0 ')
+  [[ "$o" == *"fan-out batch 3 => EBRIDGE: bridge audio -> vision (fan-out, scale 2): a batch of 3 rows does not split in 2"* ]] &&
+    [[ "$o" == *"wrong rows => EINVAL: bridge audio -> vision: input has 5 rows, the bridge was set up for 4"* ]] &&
+    [[ "$o" == *"src cp 2 => EBRIDGE"*"cp"* ]] &&
+    [[ "$o" == *"cp after dp => EBRIDGE"*"cp before dp"* ]] &&
+    [[ "$o" == *"src pp 2 => EBRIDGE"* ]] &&
+    [[ "$o" == *"device name => EINVAL: NonColocatedBridge: device='nowhere' is not a torch device"* ]] &&
+    [[ "$o" == *"device mismatch => EINVAL: bridge vision -> llm: the tensor to send is on meta; this bridge sends and receives on cpu"* ]] &&
+    ! cat "$OUT"/err.* | grep -q Traceback
+}
+
+@test "colocated bridges: fan-in, fan-out, by 4, to cp 2, passthrough (7 pairs), then bad input (one srun of 8 tasks)" {
   local pairs=() name pair rest want src dest p
   while read -r name pair rest; do pairs+=("$pair"); done <<<"$BRIDGE_PAIRS"
-  torch_run 8 "$BRIDGE_GRIDS" check_bridge.py colocated "${pairs[@]}"
+  torch_run 8 "$BRIDGE_GRIDS" check_bridge.py colocated "${pairs[@]}" bad=audio:vision
   [ "$status" -eq 0 ] || { show; false; }
   if outs | grep -q '^bad'; then show; false; fi
+  bridge_bad_input || { show; false; }
   while read -r name pair rest; do
     src=${pair%%:*} dest=${pair#*:} p="${pair%%:*}>${pair#*:}"
     # forward, backward, oracle on 8 ranks; the cp control too into cp 2
@@ -240,34 +257,19 @@ passthrough-cp2 vision:video (TP2/DP4 -> TP1/CP2/DP4)'
   done <<<"$BRIDGE_PAIRS"
 }
 
-@test "non-colocated bridge: fan-in and fan-out between lane leaders" {
-  torch_run 8 'vision:tp=1,dp=4; llm:tp=2,dp=2' check_bridge.py noncolocated
+@test "non-colocated bridges: fan-in and fan-out between lane leaders (one srun of 12 tasks)" {
+  # vision (ranks 0-3) -> audio (4-7) -> llm (8-11): the same 12 tasks make both.
+  torch_run 12 'vision:tp=1,dp=4; audio:tp=2,dp=2; llm:tp=1,dp=4' check_bridge.py noncolocated \
+    vision:audio audio:llm
   [ "$status" -eq 0 ] || { show; false; }
   if outs | grep -q '^bad'; then show; false; fi
   # 4 src leaders (0-3) send to 2 dest leaders (4, 6): fan-in.
-  [ "$(outs | grep -c '^ok [0-3] backward')" -eq 4 ] || { show; false; }
-  [ "$(outs | grep -c '^ok [46] forward fan-in')" -eq 2 ] || { show; false; }
-  torch_run 8 'vision:tp=2,dp=2; llm:tp=1,dp=4' check_bridge.py noncolocated
-  [ "$status" -eq 0 ] || { show; false; }
-  if outs | grep -q '^bad'; then show; false; fi
-  # 2 src leaders (1, 3) send to 4 dest leaders (4-7): fan-out.
-  [ "$(outs | grep -c '^ok [13] backward')" -eq 2 ] || { show; false; }
-  [ "$(outs | grep -c '^ok [4-7] forward fan-out')" -eq 4 ] || { show; false; }
-}
-
-@test "bridge bad input: clear errors naming the values, nothing sent" {
-  torch_run 8 'vision@0:tp=4,dp=2; llm@0:tp=2,dp=4' check_bridge.py bad
-  [ "$status" -eq 0 ] || { show; false; }
-  local o
-  o=$(outs | grep '^check 0 ')
-  [[ "$o" == *"fan-out batch 3 => EBRIDGE: bridge vision -> llm (fan-out, scale 2): a batch of 3 rows does not split in 2"* ]] || { show; false; }
-  [[ "$o" == *"wrong rows => EINVAL: bridge vision -> llm: input has 5 rows, the bridge was set up for 4"* ]] || { show; false; }
-  [[ "$o" == *"src cp 2 => EBRIDGE"*"cp"* ]] || { show; false; }
-  [[ "$o" == *"cp after dp => EBRIDGE"*"cp before dp"* ]] || { show; false; }
-  [[ "$o" == *"src pp 2 => EBRIDGE"* ]] || { show; false; }
-  [[ "$o" == *"device name => EINVAL: NonColocatedBridge: device='nowhere' is not a torch device"* ]] || { show; false; }
-  [[ "$o" == *"device mismatch => EINVAL: bridge vision -> llm: the tensor to send is on meta; this bridge sends and receives on cpu"* ]] || { show; false; }
-  if cat "$OUT"/err.* | grep -q Traceback; then show; false; fi
+  [ "$(outs | grep -c '^ok [0-3] vision>audio backward')" -eq 4 ] || { show; false; }
+  [ "$(outs | grep -cE '^ok (4|6) vision>audio forward fan-in')" -eq 2 ] || { show; false; }
+  # 2 src leaders (5, 7) send to 4 dest leaders (8-11): fan-out.
+  [ "$(outs | grep -cE '^ok (5|7) audio>llm backward')" -eq 2 ] || { show; false; }
+  [ "$(outs | grep -cE '^ok (8|9|10|11) audio>llm forward fan-out')" -eq 4 ] || { show; false; }
+  [ "$(outs | grep -c '^ok ')" -eq 12 ] || { show; false; }
 }
 
 @test "NCCL backend (one GPU per communicator)" {

@@ -2,12 +2,16 @@
 torch (gloo). Prints one line per check: "ok RANK WHAT [detail]" or
 "bad RANK WHAT: detail".
 
-    python3 check_bridge.py colocated [SRC:DEST ...]
+    python3 check_bridge.py colocated [SRC:DEST ...] [bad=SRC:DEST]
                                            # forward, backward, cp control, oracle,
                                            # per pair (default vision:llm); the
-                                           # lines of a pair start "ok RANK SRC>DEST"
-    python3 check_bridge.py noncolocated   # leaders' hand-off, both ways
-    python3 check_bridge.py bad            # bad input: hcg errors
+                                           # lines of a pair start "ok RANK SRC>DEST";
+                                           # bad=: bad input on that fan-out pair
+                                           # (tp and dp scale 2), hcg's errors
+    python3 check_bridge.py noncolocated [SRC:DEST ...]
+                                           # leaders' hand-off, both ways, per
+                                           # pair (default vision:llm), lines
+                                           # "ok RANK SRC>DEST forward|backward"
 """
 
 import sys
@@ -51,8 +55,12 @@ def report(rank, what, ok, detail=""):
 
 def colocated(task, pairs=("vision:llm",)):
     for pair in pairs:
-        src, dest = pair.split(":")
-        colocated_pair(task, src, dest)
+        if pair.startswith("bad="):
+            src, dest = pair[len("bad="):].split(":")
+            bad(task, src, dest)
+        else:
+            src, dest = pair.split(":")
+            colocated_pair(task, src, dest)
 
 
 def colocated_pair(task, src, dest):
@@ -127,38 +135,47 @@ def colocated_pair(task, src, dest):
     report(rank, pair + "oracle", diff < 1e-6, "max encoder weight difference %.3g" % diff)
 
 
-def noncolocated(task):
+def noncolocated(task, pairs=("vision:llm",)):
+    """Every pair's bridge is made by every rank, in the order given; then
+    each pair's leaders hand off forward and back, pair after pair (a rank
+    leads in at most one role per pair, so none waits on itself)."""
     rank = task.rank
-    br = ht.NonColocatedBridge("vision", "llm")
+    bridges = []
+    for pair in pairs:
+        src, dest = pair.split(":")
+        bridges.append(("%s>%s " % (src, dest), ht.NonColocatedBridge(src, dest)))
     X = data()
-    lane = br.src_lane
-    if lane is not None:
-        n = G // len(br.src_leaders)
-        x = X[lane * n:(lane + 1) * n]
-        br.send_forward(x)
-        g = br.recv_backward()
-        report(rank, "backward", torch.equal(g, -x), "src leader lane %d" % lane)
-    lane = br.dest_lane
-    if lane is not None:
-        y = br.recv_forward()
-        n = G // len(br.dest_leaders)
-        want = X[lane * n:(lane + 1) * n]
-        report(rank, "forward", torch.equal(y, want),
-               "%s dest leader lane %d rows %d..%d" % (br.kind, lane, lane * n,
-                                                      lane * n + n - 1))
-        br.send_backward(-y)
+    for p, br in bridges:
+        lane = br.src_lane
+        if lane is not None:
+            n = G // len(br.src_leaders)
+            x = X[lane * n:(lane + 1) * n]
+            br.send_forward(x)
+            g = br.recv_backward()
+            report(rank, p + "backward", torch.equal(g, -x), "src leader lane %d" % lane)
+        lane = br.dest_lane
+        if lane is not None:
+            y = br.recv_forward()
+            n = G // len(br.dest_leaders)
+            want = X[lane * n:(lane + 1) * n]
+            report(rank, p + "forward", torch.equal(y, want),
+                   "%s dest leader lane %d rows %d..%d" % (br.kind, lane, lane * n,
+                                                          lane * n + n - 1))
+            br.send_backward(-y)
     dist.barrier()
 
 
-def bad(task):
+def bad(task, src, dest):
+    """Bad input to the fan-out bridge SRC -> DEST of the job's layout (src
+    tp 4, dp 2; dest tp 2, dp 4), and to bridges of layouts of its own."""
     rank = task.rank
     checks = []
     try:
-        ht.ColocatedBridge("vision", "llm", batch=3)
+        ht.ColocatedBridge(src, dest, batch=3)
         checks.append(("fan-out batch 3", "no error"))
     except hcg.HcgError as exc:
         checks.append(("fan-out batch 3", "%s: %s" % (exc.name, exc.message)))
-    br = ht.ColocatedBridge("vision", "llm")
+    br = ht.ColocatedBridge(src, dest)
     x = torch.zeros(4, S, H, dtype=torch.float64)
     br(x)
     try:
@@ -194,10 +211,11 @@ def bad(task):
 def main():
     mode = sys.argv[1]
     task = ht.init(backend="gloo", timeout=60)  # CPU tensors, also where CUDA is
-    if mode == "colocated" and len(sys.argv) > 2:
-        colocated(task, sys.argv[2:])
+    run = {"colocated": colocated, "noncolocated": noncolocated}[mode]
+    if len(sys.argv) > 2:
+        run(task, sys.argv[2:])
     else:
-        {"colocated": colocated, "noncolocated": noncolocated, "bad": bad}[mode](task)
+        run(task)
     # Rank 0 hosts the store: it must not leave while a peer still
     # connects a group through it (seen on torch 2.11).
     dist.barrier()
