@@ -1022,6 +1022,24 @@ void hcg_exchange_free(hcg_exchange *x);
 int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
                       hcg_error *err);
 
+/* Every process of the job publishes `len` bytes of its own (1 to
+ * HCG_PUBLISH_MAX, the same len everywhere) with PMIx_Put, and one
+ * PMIx_Fence, which carries no data, orders them before any read. *epoch
+ * then names the publication for hcg_ctx_fetch. Every process must call
+ * it. A process that fails before the fence leaves without it (its peers
+ * time out). Used by hcg.torch to make each store's address known to the
+ * members of the groups it serves, and to them only. */
+#define HCG_PUBLISH_MAX 4096
+int hcg_ctx_publish(hcg_ctx *ctx, const void *buf, size_t len, long long *epoch,
+                    hcg_error *err);
+/* The `len` bytes `rank` published in publication `epoch` into buf: one
+ * PMIx_Get, answered by that process's PMIx server, waiting at most
+ * hcg_ctx_timeout seconds. Any process may fetch any rank's, any number of
+ * times; it is the caller who keeps the requests each process answers
+ * bounded. Not collective. */
+int hcg_ctx_fetch(hcg_ctx *ctx, long long epoch, int rank, void *buf,
+                  size_t len, hcg_error *err);
+
 /* The PMIx key under which the leader of `key` publishes its id for the
  * exchange numbered `epoch` (0, 1, ... per context) with a tag: "hcg." TAG
  * "." EPOCH "." KEY, or, when that would exceed PMIx's 511 characters,

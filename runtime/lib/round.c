@@ -41,6 +41,10 @@ void hcgrt_round_plan(struct hcgrt_round *r, int kind, int world, int fanin) {
     r->leave_early = 1;
     r->fence[r->n++] = HCGRT_FENCE_BROADCAST;
     break;
+  case HCGRT_ROUND_PUBLISH:
+    r->leave_early = 1;
+    r->fence[r->n++] = HCGRT_FENCE_PUBLISH;
+    break;
   }
 }
 
@@ -64,6 +68,7 @@ const char *hcgrt_round_fence_name(const struct hcgrt_round *r, int fence,
       [HCGRT_FENCE_GROUPS] = "the agreement's group verdicts",
       [HCGRT_FENCE_RELAY] = "the relay of group ids",
       [HCGRT_FENCE_DONE] = "the agreement on the communicators",
+      [HCGRT_FENCE_PUBLISH] = "a publication by every process",
   };
   if (fence == HCGRT_FENCE_BROADCAST)
     snprintf(buf, cap, "a broadcast from rank %d", r->root);

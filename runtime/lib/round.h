@@ -22,6 +22,7 @@ enum hcgrt_round_kind {
   HCGRT_ROUND_READY,     /* hcg_comm_create: the ids and READY statuses */
   HCGRT_ROUND_DONE,      /* hcg_comm_create: the DONE statuses          */
   HCGRT_ROUND_BROADCAST, /* hcg_ctx_broadcast                           */
+  HCGRT_ROUND_PUBLISH,   /* hcg_ctx_publish                             */
 };
 
 /* The fences a round may take, each with its name in messages. */
@@ -32,6 +33,7 @@ enum hcgrt_fence {
   HCGRT_FENCE_RELAY,     /* "the relay of group ids"             */
   HCGRT_FENCE_DONE,      /* "the agreement on the communicators" */
   HCGRT_FENCE_BROADCAST, /* "a broadcast from rank R"            */
+  HCGRT_FENCE_PUBLISH,   /* "a publication by every process"     */
 };
 
 #define HCGRT_ROUND_FENCES 4 /* the most fences of one round */

@@ -176,3 +176,23 @@ requests_per_publisher() {
   done
   task_err | grep -q 'rank 3: .*rank 2, the leader of group .llm:tp., never published' || { show; false; }
 }
+
+@test "hcg_ctx_publish and hcg_ctx_fetch: each rank's own bytes, one fence a publication, fetched from any rank (8 tasks)" {
+  local probe=$HCG_BUILD/tests/cluster/hcg_probe r
+  [ -x "$probe" ] || skip "hcg_probe not built"
+  hello_cmd 8 'tp=2,dp=*' "$probe" publish 2
+  [ "$status" -eq 0 ] || { show; false; }
+  for r in 0 1 2 3 4 5 6 7; do
+    # Two publications (one fence each), three fetches after each.
+    grep -qx "ok $r gets 6 fences 2" "$OUT/out.$r" || { show; false; }
+  done
+}
+
+@test "hcg_ctx_publish: a rank that leaves without publishing: the others learn it from the fence at once" {
+  local probe=$HCG_BUILD/tests/cluster/hcg_probe
+  [ -x "$probe" ] || skip "hcg_probe not built"
+  PROBE_SILENT=3 PROBE_TIMEOUT=60 hello_cmd 4 'tp=2,dp=*' "$probe" publish 1
+  grep -qx 'silent 3' "$OUT/out.3" || { show; false; }
+  [ "$(task_out | grep -c '^bad [012] publish PMIx error: the PMIx fence of a publication by every process failed: a process of the job left')" -eq 3 ] ||
+    { show; false; }
+}

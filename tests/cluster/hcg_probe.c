@@ -17,6 +17,15 @@
  *   ctx C rank R KEY leader=L id=DIGEST
  * then "ctx C rank R fences F", or "ctx C rank R error CODE: message".
  * Exits 0 when every exchange succeeded.
+ *
+ *   hcg_probe publish [ROUNDS]
+ *
+ * hcg_ctx_publish and hcg_ctx_fetch (PMIx required): every rank publishes
+ * "rank R round K" padded to 64 bytes, ROUNDS times (default 2), and after
+ * each publication fetches the bytes of rank 0, of the next rank and of the
+ * previous one, and checks them. Prints "ok R gets G fences F" or
+ * "bad R ...". The rank PROBE_SILENT names does not publish: it leaves
+ * before the fence (PROBE_TIMEOUT: the context's timeout).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,12 +60,70 @@ static int pmix_probe(void) {
   return rc ? 1 : 0;
 }
 
+static int publish_probe(int rounds) {
+  hcg_ctx_config cfg = HCG_CTX_CONFIG_INIT;
+  cfg.pmix = HCG_PMIX_REQUIRE;
+  const char *t = getenv("PROBE_TIMEOUT");
+  if (t)
+    cfg.timeout_s = atoi(t);
+  hcg_ctx *ctx = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  int rc = hcg_ctx_init(&cfg, &ctx, &err);
+  if (rc) {
+    printf("bad init %s: %s\n", hcg_strerror(rc), err.message);
+    return 1;
+  }
+  int me = hcg_ctx_rank(ctx), n = hcg_ctx_world_size(ctx);
+  const char *silent = getenv("PROBE_SILENT");
+  if (silent && atoi(silent) == me) {
+    printf("silent %d\n", me);
+    hcg_ctx_free(ctx);
+    return 0;
+  }
+  char mine[64], got[64], want[64];
+  for (int k = 0; k < rounds && !rc; k++) {
+    memset(mine, 0, sizeof mine);
+    snprintf(mine, sizeof mine, "rank %d round %d", me, k);
+    long long epoch = -1;
+    rc = hcg_ctx_publish(ctx, mine, sizeof mine, &epoch, &err);
+    if (rc) {
+      printf("bad %d publish %s: %s\n", me, hcg_strerror(rc), err.message);
+      break;
+    }
+    int peers[3] = {0, (me + 1) % n, (me + n - 1) % n};
+    for (int i = 0; i < 3 && !rc; i++) {
+      rc = hcg_ctx_fetch(ctx, epoch, peers[i], got, sizeof got, &err);
+      memset(want, 0, sizeof want);
+      snprintf(want, sizeof want, "rank %d round %d", peers[i], k);
+      if (rc)
+        printf("bad %d fetch %d %s: %s\n", me, peers[i], hcg_strerror(rc),
+               err.message);
+      else if (memcmp(got, want, sizeof want)) {
+        printf("bad %d fetch %d: got '%.64s', want '%s'\n", me, peers[i], got,
+               want);
+        rc = 1;
+      }
+    }
+  }
+  if (!rc) {
+    hcg_ctx_stats st;
+    hcg_ctx_get_stats(ctx, &st);
+    printf("ok %d gets %lld fences %lld\n", me, st.gets,
+           hcg_ctx_num_fences(ctx));
+  }
+  hcg_ctx_free(ctx);
+  return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "pmix"))
     return pmix_probe();
+  if ((argc == 2 || argc == 3) && !strcmp(argv[1], "publish"))
+    return publish_probe(argc == 3 ? atoi(argv[2]) : 2);
   if (argc < 3 || strcmp(argv[1], "contexts")) {
     fprintf(stderr, "usage: hcg_probe pmix\n"
-                    "       hcg_probe contexts N TAG... [--timeout S]\n");
+                    "       hcg_probe contexts N TAG... [--timeout S]\n"
+                    "       hcg_probe publish [ROUNDS]\n");
     return 2;
   }
   int n = atoi(argv[2]), timeout = 0;

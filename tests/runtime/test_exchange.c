@@ -144,10 +144,46 @@ START_TEST(test_broadcast_args) {
 }
 END_TEST
 
+/* ---- hcg_ctx_publish, hcg_ctx_fetch: arguments (PMIx: on the cluster) -- */
+
+START_TEST(test_publish_args) {
+  hcg_ctx *ctx = must_ctx(MOE, 16, 5);
+  char buf[8] = "x";
+  long long epoch = -1;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcg_ctx_publish(NULL, buf, 1, &epoch, &err), HCG_EINVAL);
+  ck_assert_int_eq(hcg_ctx_publish(ctx, NULL, 1, &epoch, &err), HCG_EINVAL);
+  ck_assert_int_eq(hcg_ctx_publish(ctx, buf, 1, NULL, &err), HCG_EINVAL);
+  ck_assert_int_eq(hcg_ctx_publish(ctx, buf, 0, &epoch, &err), HCG_EINVAL);
+  ck_assert_int_eq(
+      hcg_ctx_publish(ctx, buf, (size_t)HCG_PUBLISH_MAX + 1, &epoch, &err),
+      HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "1 to 4096 allowed"));
+  ck_assert_int_eq(hcg_ctx_fetch(NULL, 0, 0, buf, 1, &err), HCG_EINVAL);
+  ck_assert_int_eq(hcg_ctx_fetch(ctx, 0, 0, NULL, 1, &err), HCG_EINVAL);
+  ck_assert_int_eq(hcg_ctx_fetch(ctx, 0, 16, buf, 1, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "rank 16 is not a rank"));
+  ck_assert_int_eq(hcg_ctx_fetch(ctx, 0, -1, buf, 1, &err), HCG_EINVAL);
+  /* No publication yet: epoch 0 names none. */
+  ck_assert_int_eq(hcg_ctx_fetch(ctx, 0, 0, buf, 1, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "epoch 0 is no publication"));
+  if (pmix_usable()) {
+    ck_assert_int_eq(hcg_ctx_publish(ctx, buf, 1, &epoch, &err), HCG_EPMIX);
+    ck_assert_ptr_nonnull(strstr(err.message, "srun --mpi=pmix"));
+  } else {
+    ck_assert_int_eq(hcg_ctx_publish(ctx, buf, 1, &epoch, &err), HCG_ENOTSUP);
+  }
+  ck_assert_int_eq(epoch, -1);
+  ck_assert_int_eq(hcg_ctx_num_fences(ctx), 0);
+  hcg_ctx_free(ctx);
+}
+END_TEST
+
 void exchange_tests(TCase *x) {
   tcase_add_test(x, test_pmix_key);
   tcase_add_test(x, test_random_ids);
   tcase_add_test(x, test_parse_int);
   tcase_add_test(x, test_verdict_text);
   tcase_add_test(x, test_broadcast_args);
+  tcase_add_test(x, test_publish_args);
 }

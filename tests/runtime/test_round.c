@@ -79,7 +79,7 @@ static int run_one(int kind, int world, int fanin, int rank, int fail_at,
   for (int k = 0; k < r.n; k++)
     relayed |=
         r.fence[k] == HCGRT_FENCE_RELAY || r.fence[k] == HCGRT_FENCE_SLICES;
-  if (kind != HCGRT_ROUND_BROADCAST)
+  if (kind != HCGRT_ROUND_BROADCAST && kind != HCGRT_ROUND_PUBLISH)
     ck_assert_int_eq(relayed, hcgrt_relayed(&ctx));
   return res;
 }
@@ -101,7 +101,8 @@ static const int fanins[] = {2, 3, 4, 7, 8, 16, 64, 512};
 
 START_TEST(test_round_same_fences) {
   static const int kinds[] = {HCGRT_ROUND_IDS, HCGRT_ROUND_READY,
-                              HCGRT_ROUND_DONE, HCGRT_ROUND_BROADCAST};
+                              HCGRT_ROUND_DONE, HCGRT_ROUND_BROADCAST,
+                              HCGRT_ROUND_PUBLISH};
   long long runs = 0;
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
     for (size_t w = 0; w < sizeof worlds / sizeof worlds[0]; w++)
@@ -129,7 +130,8 @@ START_TEST(test_round_same_fences) {
           /* A call that nothing tells of an early failure leaves at once;
            * its peers time out and name it. */
           int early = fail_at == 0 && (kind == HCGRT_ROUND_IDS ||
-                                       kind == HCGRT_ROUND_BROADCAST);
+                                       kind == HCGRT_ROUND_BROADCAST ||
+                                       kind == HCGRT_ROUND_PUBLISH);
           if (early) {
             ck_assert_int_eq(t.n, 0);
             ck_assert_int_eq(res, HCGRT_ROUND_OWN_FAILURE);
@@ -175,6 +177,12 @@ START_TEST(test_round_schedules) {
   run_one(HCGRT_ROUND_BROADCAST, 9, 8, 3, -1, -1, &t, &err);
   ck_assert_int_eq(t.n, 1);
   ck_assert_str_eq(t.what[0], "a broadcast from rank 8");
+  /* A publication: one fence at any size (no relay: each fetch is one get
+   * from the publisher, and the caller bounds who fetches from whom). */
+  run_one(HCGRT_ROUND_PUBLISH, 100000, 512, 3, -1, -1, &t, &err);
+  ck_assert_int_eq(t.n, 1);
+  ck_assert_str_eq(t.what[0], "a publication by every process");
+  ck_assert_int_eq(t.timeout[0], 30);
 }
 END_TEST
 
