@@ -139,20 +139,32 @@ class _Constructor(_Way):
 
     def __init__(self, tables: Tuple[Dict[Any, Any], Dict[Any, Any], Dict[Any, Any]]) -> None:
         self.pg_map, self.pg_names, self.pg_group_ranks = tables
-        self._device: Any = None
-        self._device_lock = threading.Lock()
+        #: gloo devices no group is connecting on at the moment.
+        self._devices: List[Any] = []
+        self._devices_lock = threading.Lock()
 
-    def device(self, d: Any) -> Any:
-        """One gloo device (one listening socket, one event loop) for every
-        group this process makes this way, where torch would open one per
-        group; GLOO_SOCKET_IFNAME picks the interface, as for torch's."""
-        with self._device_lock:
-            if self._device is None:
-                iface = os.environ.get("GLOO_SOCKET_IFNAME")
-                self._device = (
-                    d.ProcessGroupGloo.create_device(interface=iface.split(",")[0])
-                    if iface else d.ProcessGroupGloo.create_default_device())
-            return self._device
+    def _take_device(self, d: Any) -> Any:
+        """A gloo device (one listening socket, one event loop) that no
+        other group of this process is connecting on: a free one, else a
+        new one. Where torch opens one per group, hcg keeps as many as it
+        connects groups at once (at most MAX_THREADS) and uses them again:
+        two groups never connect their full meshes on one device at the
+        same time. With one device for all of them, a rank of a local job
+        on a busy machine now and then stayed in gloo's constructor long
+        past its timeout (1 job in hundreds; its stack in tests/ranks.py's
+        report), and sharing a device among groups that connect at once
+        is the one thing hcg did there that torch does not.
+        GLOO_SOCKET_IFNAME picks the interface, as for torch's."""
+        with self._devices_lock:
+            if self._devices:
+                return self._devices.pop()
+        iface = os.environ.get("GLOO_SOCKET_IFNAME")
+        return (d.ProcessGroupGloo.create_device(interface=iface.split(",")[0])
+                if iface else d.ProcessGroupGloo.create_default_device())
+
+    def _give_device(self, device: Any) -> None:
+        with self._devices_lock:
+            self._devices.append(device)
 
     def make(self, d: Dist, s: GroupSpec, grank: int, store: Store,
              prefix: str, default_backend: str) -> ProcessGroup:
@@ -160,9 +172,13 @@ class _Constructor(_Way):
         ps = d.PrefixStore(prefix, store)
         if backend == "gloo":
             opts = d.ProcessGroupGloo._Options()
-            opts._devices = [self.device(d)]
+            device = self._take_device(d)
+            opts._devices = [device]
             opts._timeout = s.timeout
-            pg = d.ProcessGroupGloo(ps, grank, len(s.members), opts)
+            try:
+                pg = d.ProcessGroupGloo(ps, grank, len(s.members), opts)
+            finally:
+                self._give_device(device)
         elif backend == "nccl":
             opts = s.pg_options
             if opts is None:
