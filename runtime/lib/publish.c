@@ -44,8 +44,8 @@ static void publish_step(struct hcgrt_round *r, int fence, int after,
 
 /* The epoch counter is shared with the exchanges and broadcasts, so keys
  * never repeat within a context and every process derives the same key. */
-int hcg_ctx_publish(hcg_ctx *ctx, const void *buf, size_t len,
-                    long long *epoch, hcg_error *err) {
+int hcg_ctx_publish(hcg_ctx *ctx, const void *buf, size_t len, long long *epoch,
+                    hcg_error *err) {
   if (!ctx || !buf || !epoch || len == 0 || len > HCG_PUBLISH_MAX)
     return hcg__fail(err, HCG_EINVAL,
                      "invalid argument to hcg_ctx_publish (context %s, "
@@ -92,8 +92,7 @@ int hcg_ctx_fetch(hcg_ctx *ctx, long long epoch, int rank, void *buf,
     return hcg__fail(err, rc, "cannot derive the PMIx key of a publication");
   char what[48];
   snprintf(what, sizeof what, "#publish of rank %d", rank);
-  struct hcgrt_get get = {
-      .rank = rank, .key = pkey, .out = buf, .group = what};
+  struct hcgrt_get get = {.rank = rank, .key = pkey, .out = buf, .group = what};
   rc = hcgrt_pmix_get_all(ctx->pmix, &get, 1, len, ctx->timeout_s, err);
   if (!rc)
     ctx->stats.gets++;
