@@ -148,12 +148,12 @@ print(hcg.Layout("tp=2,dp=*", 4).enumerate("dp"))'
 }
 
 # What hcg.torch.init does to learn rank 0's address under srun --mpi=pmix
-# (its PMIx broadcast, rendezvous._broadcast), in a process without torch.
+# (its PMIx publication, rendezvous._publish), in a process without torch.
 BCAST='import sys
 import hcg
 from hcg.torch import rendezvous
 try:
-    print("got", rendezvous._broadcast(b"addr", 10))
+    print("got", rendezvous._publish(b"addr", 10))
 except hcg.HcgError as exc:
     print("hcg-error %s: %s" % (exc.name, exc))
 print("torch imported" if "torch" in sys.modules else "no torch")'
@@ -161,7 +161,7 @@ print("torch imported" if "torch" in sys.modules else "no torch")'
 @test "an image without PMIx: hcg says what is missing; MASTER_ADDR/MASTER_PORT need none" {
   need_pmix
   # Debian's torch needs libpmix itself (through Open MPI): the image
-  # without PMIx runs hcg without torch, as init's broadcast does.
+  # without PMIx runs hcg without torch, as init's publication does.
   NOPMIX=--no-pmix in_image 2 --mpi=pmix -- "$PY" -B -c "$BCAST"
   [ "$status" -eq 0 ] || { show; false; }
   local r

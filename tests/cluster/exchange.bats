@@ -188,16 +188,18 @@ requests_per_publisher() {
   done
 }
 
-@test "hcg_ctx_publish: a rank that leaves without publishing: the others' fence fails, naming it, within the timeout" {
+@test "hcg_ctx_publish: a rank that leaves without publishing: every other rank fails, naming the fence or that rank, within the timeout" {
   local probe=$HCG_BUILD/tests/cluster/hcg_probe t0 t1
   [ -x "$probe" ] || skip "hcg_probe not built"
   t0=$(date +%s)
   PROBE_SILENT=3 PROBE_TIMEOUT=10 hello_cmd 4 'tp=2,dp=*' "$probe" publish 1
   t1=$(date +%s)
   grep -qx 'silent 3' "$OUT/out.3" || { show; false; }
-  # PMIx 4 (Debian 12) fails the fence at once, a process having left;
-  # PMIx 5 (Debian 13) waits for it until the fence's timeout.
-  [ "$(task_out | grep -c '^bad [012] publish .*the PMIx fence of a publication by every process')" -eq 3 ] ||
+  # PMIx 4 (Debian 12) fails the fence at once, a process having left.
+  # PMIx 5 (Debian 13) may let the fence complete without it (some ranks
+  # then see PARTIAL_SUCCESS): their fetch of rank 3's bytes times out,
+  # naming rank 3. Either way every other rank fails, and says why.
+  [ "$(task_out | grep -cE '^bad [012] (publish .*the PMIx fence of a publication by every process|fetch 3 .*rank 3)')" -eq 3 ] ||
     { show; false; }
   echo "# the others failed after $((t1 - t0)) s (timeout 10 s): $(task_out | grep -m1 '^bad' | cut -c1-120)" >&3
   [ $((t1 - t0)) -lt 40 ] || { show; false; }

@@ -23,9 +23,9 @@
  * hcg_ctx_publish and hcg_ctx_fetch (PMIx required): every rank publishes
  * "rank R round K" padded to 64 bytes, ROUNDS times (default 2), and after
  * each publication fetches the bytes of rank 0, of the next rank and of the
- * previous one, and checks them. Prints "ok R gets G fences F" or
- * "bad R ...". The rank PROBE_SILENT names does not publish: it leaves
- * before the fence (PROBE_TIMEOUT: the context's timeout).
+ * previous one (and the PROBE_SILENT rank's), and checks them. Prints
+ * "ok R gets G fences F" or "bad R ...". The rank PROBE_SILENT names does not
+ * publish: it leaves before the fence (PROBE_TIMEOUT: the context's timeout).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,8 +90,12 @@ static int publish_probe(int rounds) {
       printf("bad %d publish %s: %s\n", me, hcg_strerror(rc), err.message);
       break;
     }
-    int peers[3] = {0, (me + 1) % n, (me + n - 1) % n};
-    for (int i = 0; i < 3 && !rc; i++) {
+    /* And the silent rank's, when there is one: a PMIx that completes the
+     * fence without it (PMIx 5) shows its absence there. */
+    int peers[4] = {0, (me + 1) % n, (me + n - 1) % n,
+                    silent ? atoi(silent) : 0};
+    int np = silent ? 4 : 3;
+    for (int i = 0; i < np && !rc; i++) {
       rc = hcg_ctx_fetch(ctx, epoch, peers[i], got, sizeof got, &err);
       memset(want, 0, sizeof want);
       snprintf(want, sizeof want, "rank %d round %d", peers[i], k);

@@ -51,6 +51,17 @@ all_ok() {
   all_ok 8
   # 8 tasks on one node: rank 0 published a loopback store address.
   outs | grep -q 'store=127.0.0.1:'
+  if [ "${#RDV[@]}" -gt 0 ] && [ "${RDV[0]}" = --mpi=pmix ]; then
+    # Under PMIx every group met at its first member's store: rank 0's
+    # served the default group and its own groups, not the job's.
+    echo "# served (rank proven requests): $(outs | awk '$1 == "served" { sub("proven=", "", $3); sub("requests=", "", $4); printf "%s %s %s; ", $2, $3, $4 }')" >&3
+    local busy total r0
+    busy=$(outs | awk '$1 == "served" && $4 != "requests=0"' | wc -l)
+    total=$(outs | awk '$1 == "served" { sub("requests=", "", $4); t += $4 } END { print t + 0 }')
+    r0=$(outs | awk '$1 == "served" && $2 == 0 { sub("requests=", "", $4); print $4 }')
+    [ "$busy" -ge 2 ] || { show; false; }
+    [ "$r0" -lt "$total" ] || { show; false; }
+  fi
 }
 
 @test "non-colocated MIMO, 8 tasks: each module only makes its own groups" {
@@ -161,12 +172,12 @@ one_rank_fails() {
 }
 
 @test "rank 0 never calls init: the others fail once the timeout passes, not twice" {
-  need_pmix # the PMIx broadcast's fence and get share one deadline
+  need_pmix # the PMIx publication's fence, then a get, within one timeout
   torch_run 4 'tp=2,dp=*' faults.py absent0 25
   [ "$status" -eq 0 ] || { show; false; }
   local r
   for r in 1 2 3; do
-    grep -q "error ETIMEOUT: .*a broadcast from rank 0" "$OUT/out.$r" || { show; false; }
+    grep -q "error ETIMEOUT: .*a publication by every process timed out" "$OUT/out.$r" || { show; false; }
   done
   echo "# timeout 10 s; the others failed after: $(cat "$OUT"/out.[123] | grep '^after' | cut -d' ' -f2 | tr '\n' ' ')s" >&3
   # The fence's 10 s and the get's 10 s were 20 s and more.

@@ -5,8 +5,8 @@ a RuntimeError, a ZeroDivisionError), inside a step before its collective
 part still takes part in it to tell the others, who raise hcg.PeerError
 naming it instead of waiting for their timeout:
 
-* rank 0 starting the job's store: it broadcasts its failure instead of
-  the address (checked here in one process: the broadcast is PMIx's,
+* rank 0 starting its store: it publishes its failure instead of the
+  address (checked here in one process: the publication is PMIx's,
   which only the cluster tests have; the step around it is hcg's own);
 * any rank at the default group's meeting (init());
 * any member of a group, before and at its meeting.
@@ -16,36 +16,43 @@ from __future__ import annotations
 
 import datetime
 import time
+import types
 import unittest
 
 import hcg
 from hcg.env import TaskEnv
-from hcg.torch import rendezvous
+from hcg.torch import _places, rendezvous
+from hcg.torch._base import STATE
 
 from test_torch import HAVE_TORCH, REQUIRE, run_job
 
 
 class RankZeroStoreFails(unittest.TestCase):
     """rendezvous._store, rank 0's side and another rank's, with the
-    broadcast carried between them in this process."""
+    publication carried between them in this process."""
 
     def setUp(self):
-        self.saved = (rendezvous._job_server, rendezvous._broadcast)
-        self.sent = []
+        self.saved = (rendezvous._job_server, rendezvous._publish, STATE.places)
+        self.published = {}
 
     def tearDown(self):
-        rendezvous._job_server, rendezvous._broadcast = self.saved
+        rendezvous._job_server, rendezvous._publish, STATE.places = self.saved
 
-    def broadcast_from_rank0(self, payload: bytes, timeout_s: int) -> bytes:
-        self.sent.append(payload)
-        return payload
+    def publish_as(self, rank: int):
+        """What every rank publishes, kept here; read back as PMIx's."""
+        def publish(payload: bytes, timeout_s: int) -> _places.Places:
+            self.published[rank] = payload
+            return _places.Places(lambda r: self.published[r])
+        return publish
 
-    def test_unexpected_exception_is_broadcast(self):
-        def job_server(host, secret):
-            raise ZeroDivisionError("division by zero")
+    def test_unexpected_exception_is_published(self):
+        def job_server(rank, host, secret):
+            if rank == 0:
+                raise ZeroDivisionError("division by zero")
+            return types.SimpleNamespace(port=1)
 
         rendezvous._job_server = job_server
-        rendezvous._broadcast = self.broadcast_from_rank0
+        rendezvous._publish = self.publish_as(0)
         layout = hcg.Layout("tp=4", 4)
         t = datetime.timedelta(seconds=60)
         start = time.monotonic()
@@ -57,11 +64,10 @@ class RankZeroStoreFails(unittest.TestCase):
                       "ZeroDivisionError: division by zero", own.message)
         self.assertIsInstance(own.__cause__, ZeroDivisionError)
         # What rank 0 published instead of an address: its failure.
-        self.assertEqual(len(self.sent), 1)
-        self.assertTrue(self.sent[0].startswith(rendezvous._FAILED.encode()))
-        # Another rank gets that payload from the broadcast: a PeerError
-        # naming rank 0 and its reason, at once.
-        rendezvous._broadcast = lambda payload, timeout_s: self.sent[0]
+        self.assertTrue(self.published[0].startswith(_places.FAILED.encode()))
+        # Another rank reads that where rank 0's store should be: a
+        # PeerError naming rank 0 and its reason, at once.
+        rendezvous._publish = self.publish_as(2)
         with self.assertRaises(hcg.PeerError) as cm:
             rendezvous._store(TaskEnv(layout, 2), t, start + 60, None,
                               "127.0.0.1", None)

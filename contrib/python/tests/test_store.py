@@ -776,5 +776,36 @@ class GroupsOnTheJobStore(unittest.TestCase):
                 self.assertEqual(res["mesh_dp_sum"], 2.0)
 
 
+@unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
+class GroupsAtTheirLeaders(unittest.TestCase):
+    """As under PMIx: every rank opens a store of its own, and each group
+    meets at its first member's (hcg.torch._places)."""
+
+    LAYOUT = "llm:tp=2,cp=2,dp=*,pp=1; llm/expert:expt_tp=1,ep=2,expt_dp=*,pp"
+
+    def test_each_store_serves_only_the_groups_its_rank_leads(self) -> None:
+        results = run_job("places_load", 8, self.LAYOUT, places=True)
+        total = 0
+        for rank, res in enumerate(results):
+            self.assertEqual(res.get("bad"), [], "rank %d: %s" % (rank, res))
+            total += res["requests"]
+            if rank == 0:
+                continue  # the default group's store too
+            if not res["led"]:
+                # Leads no group: nobody connected to its store.
+                self.assertEqual((res["proven"], res["requests"]), (0, 0), res)
+            else:
+                # At most one client per building thread (4) and member
+                # of the groups it leads (itself too).
+                self.assertLessEqual(res["proven"], 4 * len(res["led"]), res)
+                self.assertGreater(res["requests"], 0, res)
+        # Rank 0 no longer answers for every group of the job.
+        self.assertLess(results[0]["requests"], total)
+        self.assertGreater(sum(1 for r in results[1:] if r["requests"]), 0)
+
+    def test_member_that_fails_tells_the_others(self) -> None:
+        check_peer_fails(self, run_job("peer_fails", 4, places=True))
+
+
 if __name__ == "__main__":
     unittest.main()

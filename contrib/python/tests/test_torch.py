@@ -165,21 +165,26 @@ def _free_port() -> int:
 
 
 def run_job(scenario: str, world: int, arg: str = "",
-            limit: int = 180, job_store: bool = False) -> List[Dict]:
+            limit: int = 180, job_store: bool = False,
+            places: bool = False) -> List[Dict]:
     """Runs a scenario on `world` local ranks (tests/ranks.py); their
     results, by rank. ``job_store``: on hcg's job store (a random secret)
-    instead of a TCPStore."""
+    instead of a TCPStore; ``places``: also every rank a store of its own,
+    where the groups it leads meet (as under PMIx)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     port = _free_port()
     env = dict(os.environ)
     env.pop("HCG_LAYOUT", None)
     env.pop("HCG_VERSION", None)
     env.pop("HCG_TEST_JOB_STORE", None)
+    env.pop("HCG_TEST_PLACES", None)
     # A group that never forms fails with hcg's error, naming it and the
     # ranks, within the job's limit (hcg's default, 300 s, is longer).
     env["HCG_TIMEOUT"] = "60"
-    if job_store:
+    if job_store or places:
         env["HCG_TEST_JOB_STORE"] = os.urandom(16).hex()
+    if places:
+        env["HCG_TEST_PLACES"] = "1"
     done = ranks.run("tests.torch_worker",
                      [[scenario, str(r), str(world), str(port), arg] for r in range(world)],
                      env, here, limit)

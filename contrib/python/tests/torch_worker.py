@@ -56,6 +56,11 @@ def check_collections(rank: int, world: int, layout: str,
     if cols.modules_of_rank() != L.grids_of_rank(rank):
         bad.append("modules_of_rank %s, want %s" % (cols.modules_of_rank(),
                                                     L.grids_of_rank(rank)))
+    # The members of the groups this rank leads (is the first member of,
+    # one-rank groups too), from the collections' own ranks.
+    led = sorted({m for pgs in cols.values() for field in ht.ATTRIBUTES
+                  if pgs.ranks[field] is not None and pgs.ranks[field][0] == rank
+                  for m in pgs.ranks[field]})
     # Aliases share one object; one object per key, and with share_equal
     # one per set of ranks.
     objects, by_ranks = {}, {}
@@ -72,7 +77,27 @@ def check_collections(rank: int, world: int, layout: str,
     factory.destroy()
     return {"bad": bad, "checked": checked, "groups": len(objects),
             "objects": len({id(g) for g in objects.values()}),
-            "rank_sets": len(by_ranks)}
+            "rank_sets": len(by_ranks), "led": led}
+
+
+def check_places_load(rank: int, world: int, layout: str) -> dict:
+    """check_collections where each group meets at its first member's
+    store (HCG_TEST_PLACES=1), then what this rank's own store served:
+    connections proven and requests, and the members of the groups this
+    rank leads."""
+    from hcg.torch import _store_server as proto
+    from hcg.torch import store as jobstore
+    from hcg.torch._base import STATE
+
+    out = check_collections(rank, world, layout)
+    place = STATE.places.rank(rank, "stats")
+    me = jobstore.client(place.host, place.port, place.secret,
+                         datetime.timedelta(seconds=30), rank)
+    stats = dict(f.decode().split("=") for f in me._call(proto.STATS, []))
+    me.close()
+    out.update(proven=int(stats["proven"]) - 1,  # not this query's own
+               requests=int(stats["requests"]) - 1)
+    return out
 
 
 def check_collections_per_key(rank: int, world: int, layout: str) -> dict:
@@ -623,6 +648,7 @@ SCENARIOS = {"shared": check_shared, "titan": check_titan,
              "step_fails": check_step_fails, "init_meet_fails": check_init_meet_fails,
              "collections": check_collections, "mesh_outside": check_mesh_outside,
              "collections_per_key": check_collections_per_key, "grid": check_grid,
+             "places_load": check_places_load,
              "errors": check_errors, "missing": check_missing,
              "missing_host_leaves": check_missing_host_leaves,
              "bridge": check_bridge,
@@ -639,17 +665,35 @@ def main() -> int:
 
         from hcg.torch._base import STATE
 
+        from hcg.torch import _places
+
         timeout = datetime.timedelta(seconds=60)
         secret = os.environ.get("HCG_TEST_JOB_STORE")
+        places: object = _places.OneStore(_places.Place("127.0.0.1", port, None, -1))
         if secret:
-            # The job's store (hcg.torch.store), as init() opens it after
-            # the PMIx broadcast, with the secret the test gave.
+            # The job's store (hcg.torch.store), as init() opens rank 0's,
+            # with the secret the test gave.
             from hcg.torch import store as jobstore
 
-            STATE.store_secret = bytes.fromhex(secret)
+            key = bytes.fromhex(secret)
             if rank == 0:
-                STATE.store_server = jobstore.Server("127.0.0.1", STATE.store_secret, port)
-            store = jobstore.client("127.0.0.1", port, STATE.store_secret, timeout)
+                STATE.store_server = jobstore.Server("127.0.0.1", key, port)
+            store = jobstore.client("127.0.0.1", port, key, timeout)
+            places = _places.OneStore(_places.Place("127.0.0.1", port, key, -1))
+            if os.environ.get("HCG_TEST_PLACES") == "1":
+                # As under PMIx: every rank opens a store of its own, and
+                # groups meet at their first member's. What each rank
+                # publishes goes through rank 0's store here, not PMIx.
+                own = os.urandom(_places.SECRET_BYTES)
+                if rank != 0:
+                    STATE.store_server = jobstore.Server("127.0.0.1", own)
+                else:
+                    own = key
+                store.set("hcg_test_place/%d" % rank,
+                          _places.encode(own, "127.0.0.1", STATE.store_server.port))
+                bootstrap = store
+                places = _places.Places(
+                    lambda r: bootstrap.get("hcg_test_place/%d" % r))
         else:
             # hcg's TCPStore opens whether or not this torch has libuv.
             store = ht.tcp_store("127.0.0.1", port, world, rank == 0, timeout)
@@ -661,7 +705,7 @@ def main() -> int:
             return 0
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
                                 timeout=timeout)
-        STATE.store_addr = ("127.0.0.1", port)
+        STATE.places = places
         if secret:
             store = None  # as after hcg.torch.init(): torch alone holds it
         result = SCENARIOS[scenario](rank, world, arg)

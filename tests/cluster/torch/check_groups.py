@@ -4,8 +4,10 @@ the layout (size, group rank, members, all-reduce of global ranks).
 
     srun --mpi=pmix --hcg-layout=... python3 check_groups.py [BACKEND]
 
-Prints one line: "ok RANK fields=F groups=G store=HOST:PORT" or
-"bad RANK: what" (and exits 1).
+Prints one line: "ok RANK fields=F groups=G store=HOST:PORT" (rank 0's
+store, where the default group met) or "bad RANK: what" (and exits 1);
+under PMIx, where every rank has a store of its own, then "served RANK
+proven=P requests=Q": what this rank's store served.
 """
 
 import sys
@@ -46,8 +48,21 @@ def main() -> int:
     if bad or t.item():
         print("bad %d: %s (job total %d)" % (rank, ", ".join(bad), t.item()))
         return 1
-    print("ok %d fields=%d groups=%d store=%s:%d"
-          % (rank, fields, len(objects), STATE.store_addr[0], STATE.store_addr[1]))
+    zero = STATE.places.rank(0, "the default group")
+    print("ok %d fields=%d groups=%d store=%s" % (rank, fields, len(objects), zero.address))
+    own = STATE.places.rank(rank, "this rank's")
+    if own.rank == rank and own.secret is not None:
+        from hcg.torch import _store_server as proto
+        from hcg.torch import store as jobstore
+        import datetime
+
+        me = jobstore.client(own.host, own.port, own.secret,
+                             datetime.timedelta(seconds=30), rank)
+        stats = dict(f.decode().split("=") for f in me._call(proto.STATS, []))
+        me.close()
+        # Not this query's own connection and request.
+        print("served %d proven=%d requests=%d"
+              % (rank, int(stats["proven"]) - 1, int(stats["requests"]) - 1))
     next(iter(cols.values())).factory.destroy()
     dist.destroy_process_group()
     return 0

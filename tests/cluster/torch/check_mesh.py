@@ -254,13 +254,14 @@ def grid_mode(task):
     expect(not ht.mesh.default_factory().keys(),
            "the refused calls made groups in the default factory")
     extra = ""
-    secret = STATE.store_secret
+    place = STATE.places.rank(0, "the default group")  # rank 0's store
+    secret = place.secret
     if secret is None:
         extra = " secret=none"
     else:
         secret_hidden(secret)
         if rank == 0:
-            looked = outsider(*STATE.store_addr)[0]
+            looked = outsider(place.host, place.port)[0]
             extra = " secret=yes outsider: " + looked
             expect(looked == "tcpstore=refused raw=closed forged=refused",
                    "outsider got " + looked)

@@ -10,11 +10,12 @@ import datetime
 import os
 import threading
 import weakref
-from typing import Any, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, List, NamedTuple, Optional, Union
 
 from ..env import TaskEnv, from_environ
 from ..errors import HcgError, HcgRuntimeError, HcgTypeError, HcgValueError, Status
 from ..layout import Layout
+from ._places import Where
 
 # torch's types, named for the reader. To mypy they are Any: torch is not
 # followed (pyproject.toml's [tool.mypy]), and hcg imports without torch.
@@ -281,11 +282,11 @@ class _State:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.store_addr: Optional[Tuple[str, int]] = None  # host, port
-        #: The job's secret, when it came through PMIx: every connection
-        #: to the job's store proves it (see store.py); never printed.
-        self.store_secret: Optional[bytes] = None
-        #: Rank 0's job store (hcg.torch.store.Server), while it serves.
+        #: Where groups meet (hcg.torch._places: a Places, one store for
+        #: all, or None for torch's default store when init() was not
+        #: hcg's). Secrets in it are never printed.
+        self.places: Optional[Where] = None
+        #: This rank's job store (hcg.torch.store.Server), while it serves.
         self.store_server: Any = None
         self.task: Optional[TaskEnv] = None  # init()'s
         self.backend: Optional[str] = None

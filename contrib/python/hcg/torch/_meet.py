@@ -225,8 +225,8 @@ def meet(store: Store, index: int, members: Sequence[int], rank: int,
             store.compare_set(_GO, "", _OK)
             store.set(_DECIDED, "1")
     except Exception as exc:  # pylint: disable=broad-except
-        raise HcgRuntimeError(Status.EIO, "%s: cannot check in at hcg.torch's store "
-                              "(hosted by rank 0): %s" % (what, first_line(exc))
+        raise HcgRuntimeError(Status.EIO, "%s: cannot check in at hcg.torch's store: "
+                              "%s" % (what, first_line(exc))
                               ) from None
     start = time.monotonic()
     left = max(deadline - start, 0.001)

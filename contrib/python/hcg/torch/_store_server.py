@@ -333,6 +333,10 @@ class Loop:
         self.listening = True
         self.paused_until = 0.0
         self.reports = 0
+        # Over the server's life: connections proven, requests handled
+        # (what it served, for the tests and benchmarks of its load).
+        self.proven = 0
+        self.requests = 0
         self.sel = selectors.DefaultSelector()
         listener.setblocking(False)
         self.sel.register(listener, selectors.EVENT_READ, "accept")
@@ -583,6 +587,7 @@ class Loop:
                 not hmac.compare_digest(answer[len(ANSWER) + NONCE:], want):
             return False
         conn.proven = True
+        self.proven += 1
         self.fresh.pop(conn, None)
         self._send(conn, mac(self.secret, b"server", conn.nonce, client_nonce))
         return True
@@ -606,6 +611,7 @@ class Loop:
             body = bytes(conn.inbuf[4:4 + n])
             del conn.inbuf[:4 + n]
             self.dirty.add(conn)
+            self.requests += 1
             answered = conn.answers
             try:
                 op, f = fields(body)
@@ -723,7 +729,8 @@ class Loop:
             ("max_stored", self.max_stored),
             ("buffered_in", sum(len(c.inbuf) for c in self.conns)),
             ("buffered_out", sum(len(c.outbuf) for c in self.conns)),
-            ("listening", int(self.listening)))]
+            ("listening", int(self.listening)),
+            ("proven", self.proven), ("requests", self.requests))]
 
     def _answer(self, conn: _Conn, status: int, out: Sequence[bytes]) -> None:
         conn.answers += 1

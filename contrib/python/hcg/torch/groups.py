@@ -50,7 +50,7 @@ import weakref
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import HcgError, HcgRuntimeError, HcgValueError, Status
-from . import _meet
+from . import _meet, _places
 from . import store as jobstore
 from ._base import (STATE, Dist, ProcessGroup, Store, dist, keep_backends,
                     require_initialized)
@@ -482,32 +482,35 @@ def build(specs: Sequence[GroupSpec], rank: int) -> Dict[str, ProcessGroup]:
     return out
 
 
-#: Clients of the job's store that no build is using, for the next one
-#: (with the address they reach): a build takes one per thread (a client
-#: waits for one key at a time) and gives them back when it succeeds, so a
-#: process holds as many connections as one build's threads, however many
-#: builds it makes. The groups made through a client keep using it (NCCL
+#: Clients of the stores where groups meet that no build is using, for the
+#: next one (with the store they reach): a build takes one per thread and
+#: store (a client waits for one key at a time) and gives them back when it
+#: succeeds, so a process holds as many connections per store as one
+#: build's threads, however many builds it makes; the stores are those of
+#: the first members of its groups (hcg.torch._places), as many as its
+#: groups at most. The groups made through a client keep using it (NCCL
 #: reads its unique id at the first collective): it stays alive here.
-_idle: List[Tuple[Tuple[str, int], Store]] = []
+_idle: List[Tuple[_places.Place, Store]] = []
 _idle_lock = threading.Lock()
 
 
-def _take_client(address: Tuple[str, int], timeout: datetime.timedelta) -> Store:
+def _take_client(place: _places.Place, timeout: datetime.timedelta) -> Store:
     with _idle_lock:
         for i, (where, store) in enumerate(_idle):
-            if where == address:
+            if where == place:
                 del _idle[i]
                 setter = getattr(store, "set_timeout", None)
                 if setter is not None:
                     setter(timeout)  # this build's, for its waits
                 return store
-    return jobstore.connect(address[0], address[1], STATE.store_secret, timeout)
+    return jobstore.connect(place.host, place.port, place.secret, timeout,
+                            host_rank=place.rank)
 
 
-#: Longest rank 0 waits, after a failed call, for the members of its
-#: failed groups to read the reason in the store it hosts (see
-#: _Build._outlast): members that met it are at most their arrival's
-#: spread behind it, and the others were told at once.
+#: Longest the host of a group's store waits, after a failed call, for the
+#: members of that group to read the reason there (see _Build._outlast):
+#: members that met it are at most their arrival's spread behind it, and
+#: the others were told at once.
 OUTLAST_S = 30.0
 
 
@@ -518,7 +521,7 @@ class _Build:
     def __init__(self, d: Dist, how: _Way, order: Sequence[GroupSpec], rank: int) -> None:
         self.d, self.how, self.order, self.rank = d, how, order, rank
         self.c10d = d.distributed_c10d
-        self.base = STATE.store_addr
+        self.places = STATE.places
         self.timeout = max(s.timeout for s in order)
         self.default_backend = str(d.get_backend())
         self.prefixes = {s.key: _prefix(s) for s in order}
@@ -526,57 +529,87 @@ class _Build:
         self.lock = threading.Lock()
         self.finished: Dict[str, ProcessGroup] = {}
         self.failed = threading.Event()
-        self.taken: List[Store] = []  # clients of the job's store it took
+        self.taken: List[Tuple[_places.Place, Store]] = []  # clients it took
 
-    def client(self) -> Store:
-        """This thread's client of the job's store (the default group's
-        store when init() did not open it)."""
-        if self.base is None:
-            return self.c10d._get_default_store()
-        if getattr(self.clients, "store", None) is None:
-            store = _take_client(self.base, self.timeout)
-            with self.lock:
-                self.taken.append(store)
-            self.clients.store = store
-        return self.clients.store
+    def place(self, s: GroupSpec) -> Optional[_places.Place]:
+        """Where the group meets: its first member's store, the job's one
+        store, or None for torch's default store (init() was not hcg's).
+        Raises a PeerError when its first member could not open one."""
+        if self.places is None:
+            return None
+        return self.places.of(s.members, describe(s))
 
-    def _fresh_client(self) -> Optional[Store]:
-        """A new client of the job's store, or None when none opens."""
+    def hosts(self, s: GroupSpec) -> bool:
+        """Whether this rank hosts the store the group meets at (a store
+        of the job's one, torch's TCPStore, is rank 0's)."""
         try:
-            return (self.c10d._get_default_store() if self.base is None else
-                    jobstore.connect(self.base[0], self.base[1], STATE.store_secret,
-                                     datetime.timedelta(seconds=10)))
+            place = self.place(s)
+        except HcgError:
+            return False
+        host = 0 if place is None or place.rank < 0 else place.rank
+        return host == self.rank
+
+    def client(self, place: Optional[_places.Place]) -> Store:
+        """This thread's client of the store at ``place`` (torch's default
+        store for None)."""
+        if place is None:
+            return self.c10d._get_default_store()
+        mine = getattr(self.clients, "stores", None)
+        if mine is None:
+            mine = self.clients.stores = {}
+        if place not in mine:
+            store = _take_client(place, self.timeout)
+            with self.lock:
+                self.taken.append((place, store))
+            mine[place] = store
+        return mine[place]
+
+    def _fresh_client(self, place: Optional[_places.Place]) -> Optional[Store]:
+        """A new client of the store at ``place``, or None when none opens."""
+        try:
+            return (self.c10d._get_default_store() if place is None else
+                    jobstore.connect(place.host, place.port, place.secret,
+                                     datetime.timedelta(seconds=10),
+                                     host_rank=place.rank))
         except Exception:  # pylint: disable=broad-except
             return None
 
-    def fresh(self, prefix: str) -> Optional[Store]:
-        """A new client for the post-mortem: after torch failed, the
-        thread's client may be unusable."""
-        client = self._fresh_client()
-        return None if client is None else self.d.PrefixStore(prefix, client)
+    def fresh(self, s: GroupSpec) -> Optional[Store]:
+        """A new client for the post-mortem of ``s``: after torch failed,
+        the thread's client may be unusable."""
+        try:
+            client = self._fresh_client(self.place(s))
+        except HcgError:
+            return None
+        return None if client is None else self.d.PrefixStore(self.prefixes[s.key], client)
 
     def report(self, exc: HcgError) -> None:
         """Tells the members of every group this rank has not finished
         that it failed, so that none of them waits for it. Whatever failed
-        (this thread's client too), it tries a connection of its own."""
+        (this thread's client too), it tries a connection of its own, once
+        per store."""
         self.failed.set()
-        left = self._unfinished()
-        try:
-            store: Optional[Store] = self.client()
-        except Exception:  # pylint: disable=broad-except
-            store = None
-        fresh = False
-        for s in left:
+        tried: Dict[Optional[_places.Place], Optional[Store]] = {}
+        for s in self._unfinished():
+            try:
+                place = self.place(s)
+            except HcgError:
+                continue  # its host has no store: its members know
             prefix = self.prefixes[s.key]
-            if store is not None and _meet.report(
-                    self.d.PrefixStore(prefix, store), self.rank, exc):
-                continue
-            if fresh:
-                continue  # that store failed too: nothing else to try
-            store, fresh = self._fresh_client(), True
-            if store is None:
-                return  # no store: the others time out, naming this rank
-            _meet.report(self.d.PrefixStore(prefix, store), self.rank, exc)
+            if place not in tried:
+                try:
+                    store: Optional[Store] = self.client(place)
+                except Exception:  # pylint: disable=broad-except
+                    store = None
+                if store is not None and _meet.report(
+                        self.d.PrefixStore(prefix, store), self.rank, exc):
+                    tried[place] = store
+                    continue
+                tried[place] = store = self._fresh_client(place)
+            else:
+                store = tried[place]
+            if store is not None:
+                _meet.report(self.d.PrefixStore(prefix, store), self.rank, exc)
 
     def one(self, s: GroupSpec) -> ProcessGroup:
         if self.failed.is_set():
@@ -584,7 +617,7 @@ class _Build:
         what, t = describe(s), s.timeout.total_seconds()
         prefix = self.prefixes[s.key]
         try:
-            store = self.client()
+            store = self.client(self.place(s))
             grank = s.members.index(self.rank)
             _meet.meet(self.d.PrefixStore(prefix, store), grank, s.members,
                        self.rank, time.monotonic() + t, what, t, leave=True)
@@ -593,7 +626,7 @@ class _Build:
                 pg = self.how.make(self.d, s, grank, store, prefix,
                                    self.default_backend)
             except Exception as exc:  # pylint: disable=broad-except
-                raise _meet.formation_error(what, t, self.fresh(prefix), exc,
+                raise _meet.formation_error(what, t, self.fresh(s), exc,
                                             time.monotonic() - start) from None
         except _meet.Cancelled:
             raise
@@ -614,7 +647,7 @@ class _Build:
         return pg
 
     def run(self) -> Dict[str, ProcessGroup]:
-        threads = 1 if self.base is None or not self.how.threads else \
+        threads = 1 if self.places is None or not self.how.threads else \
             min(MAX_THREADS, len(self.order))
         error: Optional[BaseException] = None
         if threads <= 1:
@@ -638,18 +671,18 @@ class _Build:
             error = HcgRuntimeError(Status.EIO, "hcg.torch: a group was cancelled "
                                     "without an error (this is a bug)")
         if error is not None:
-            if self.rank == 0 and isinstance(error, Exception):
+            if isinstance(error, Exception):
                 self._outlast()
             self._drop()
-            for store in self.taken:
+            for _, store in self.taken:
                 # Maybe broken mid-request: not for another build.
                 close = getattr(store, "close", None)
                 if close is not None:
                     close()
             raise error
-        if self.base is not None:
+        if self.places is not None:
             with _idle_lock:
-                _idle.extend((self.base, store) for store in self.taken)
+                _idle.extend(self.taken)
         return {s.key: self.finished[s.key] for s in self.order}
 
     def _unfinished(self) -> List[GroupSpec]:
@@ -658,22 +691,22 @@ class _Build:
             return [s for s in self.order if s.key not in self.finished]
 
     def _outlast(self) -> None:
-        """Rank 0 hosts the store (hcg's job store, or torch's TCPStore):
-        before its failed call returns, and maybe its process ends with
-        the store, it waits until every member that met it in a failed
-        group has left that group's meeting having read what it needed
-        (the failure, or who never arrived): as long as their timeouts
-        run, OUTLAST_S at most (a member that died never leaves)."""
-        left = self._unfinished()
+        """The stores this rank hosts go with its process: before its
+        failed call returns, and maybe its process ends, it waits until
+        every member that met at its store in a failed group has left that
+        group's meeting having read what it needed (the failure, or who
+        never arrived): as long as their timeouts run, OUTLAST_S at most
+        (a member that died never leaves)."""
+        left = [s for s in self._unfinished() if self.hosts(s)]
         if not left:
             return
         deadline = time.monotonic() + min(OUTLAST_S, max(s.timeout.total_seconds()
                                                          for s in left))
-        try:
-            store = self.client()
-        except Exception:  # pylint: disable=broad-except
-            return
         for s in left:
+            try:
+                store = self.client(self.place(s))
+            except Exception:  # pylint: disable=broad-except
+                continue
             _meet.outlast(self.d.PrefixStore(self.prefixes[s.key], store),
                           len(s.members), deadline)
 

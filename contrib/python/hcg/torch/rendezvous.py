@@ -1,26 +1,28 @@
 """hcg.torch.init(): torch.distributed's default group from the task's
 environment alone.
 
-Under ``srun --mpi=pmix --hcg-layout=...`` nothing else is needed: rank 0
-opens the job's store on a free port (so steps sharing a node never collide),
-and its address reaches every task through one PMIx broadcast
-(``hcg_ctx_broadcast`` in libhcg). torchrun-style variables are honoured
-when set: MASTER_ADDR and MASTER_PORT name the store (MASTER_ADDR alone
-names the address rank 0 publishes, with a free port), and RANK and
-WORLD_SIZE must agree with the layout.
+Under ``srun --mpi=pmix --hcg-layout=...`` nothing else is needed: every
+rank opens a store of its own on a free port (so steps sharing a node never
+collide), and where it is reaches the job through one PMIx publication
+(``hcg_ctx_publish`` in libhcg; hcg.torch._places): the default group meets
+at rank 0's store, every later group at its first member's. torchrun-style
+variables are honoured when set: MASTER_ADDR and MASTER_PORT name the one
+store of the job (MASTER_ADDR alone names the address rank 0 publishes,
+with a free port), and RANK and WORLD_SIZE must agree with the layout.
 
-With the PMIx broadcast, the store is hcg's own (hcg.torch.store): rank 0
-draws a random secret (128 bits) and sends it beside the address, and every
-connection to the store must prove it knows the secret before it can name,
-read or write a key; a process outside the job that reaches the port gets
-nothing. The secret is kept in this process's memory only: never in the
+With PMIx, the stores are hcg's own (hcg.torch.store): each rank draws a
+random secret (128 bits) for its own and publishes it beside the address,
+and every connection to a store must prove it knows that secret before it
+can name, read or write a key; a process outside the job that reaches the
+port gets nothing. A secret is kept in memory only: never in the
 environment, a command line or a message. With MASTER_ADDR and MASTER_PORT
-set there is no broadcast, and so no secret: the store is a TCPStore, as
+set there is no publication, and so no secret: the store is a TCPStore, as
 torchrun's, readable and writable by anyone who reaches the port.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import datetime
 import math
@@ -32,21 +34,13 @@ from typing import Optional, Tuple
 
 from .. import _lib
 from ..env import TaskEnv, from_environ, in_task
-from ..errors import (HcgError, HcgRuntimeError, PeerError, Status, from_c,
-                      status_name)
-from . import _meet
+from ..errors import HcgError, HcgRuntimeError, PeerError, Status, from_c
+from . import _meet, _places
 from . import store as jobstore
 from ._base import (MAX_TIMEOUT_S, STATE, Dist, Store, Timeout, dist,
                     keep_backends, timeout_of)
 from ._meet import first_line
 
-#: Room for what rank 0 broadcasts: "SECRET ADDRESS:PORT", or its failure.
-_BCAST_BYTES = 2048
-#: What starts rank 0's failure in the broadcast, followed by "CODE MESSAGE"
-#: (a secret, in hex, never starts with it).
-_FAILED = "!hcg-failed "
-#: Bytes of randomness in the store's secret (128 bits).
-_SECRET_BYTES = 16
 
 
 def _env_int(name: str) -> Optional[int]:
@@ -89,9 +83,11 @@ def _own_address() -> str:
     return socket.gethostbyname(socket.gethostname())
 
 
-def _broadcast(payload: bytes, timeout_s: int) -> bytes:
-    """rank 0's payload, on every rank, through libhcg's PMIx broadcast,
-    which gives up after ``timeout_s`` seconds in all."""
+def _publish(payload: bytes, timeout_s: int) -> _places.Places:
+    """Publishes this rank's store (or its failure) with libhcg's
+    hcg_ctx_publish, one fence that gives up after ``timeout_s`` seconds;
+    the Places read the others' from the same context, which lives until
+    they are closed (a later init(), or the process's exit)."""
     lib = _lib.lib()
     ctx = ctypes.c_void_p()
     err = _lib.Error()
@@ -100,32 +96,53 @@ def _broadcast(payload: bytes, timeout_s: int) -> bytes:
     rc = lib.hcg_ctx_init(ctypes.byref(cfg), ctypes.byref(ctx), ctypes.byref(err))
     if rc:
         raise _no_pmix(from_c(err))
-    try:
-        buf = ctypes.create_string_buffer(payload[:_BCAST_BYTES - 1], _BCAST_BYTES)
-        rc = lib.hcg_ctx_broadcast(ctx, 0, buf, _BCAST_BYTES, ctypes.byref(err))
-        if rc:
-            raise _no_pmix(from_c(err))
-        return buf.value
-    finally:
+    size = _places.PUBLISH_BYTES
+    buf = ctypes.create_string_buffer(payload[:size - 1], size)
+    epoch = ctypes.c_longlong(-1)
+    rc = lib.hcg_ctx_publish(ctx, buf, size, ctypes.byref(epoch), ctypes.byref(err))
+    if rc:
         lib.hcg_ctx_free(ctx)
+        raise _no_pmix(from_c(err))
+
+    def fetch(rank: int) -> bytes:
+        out = ctypes.create_string_buffer(size)
+        e = _lib.Error()
+        if lib.hcg_ctx_fetch(ctx, epoch.value, rank, out, size, ctypes.byref(e)):
+            raise from_c(e)
+        return out.raw
+
+    def close() -> None:
+        lib.hcg_ctx_free(ctx)
+
+    places = _places.Places(fetch, close)
+    atexit.register(places.close)
+    return places
+
+
+def _set_places(places: _places.Where) -> None:
+    """Where this process's groups meet from now on (closing the previous
+    init()'s)."""
+    if STATE.places is not None:
+        STATE.places.close()
+    STATE.places = places
 
 
 def _no_pmix(exc: HcgError) -> HcgError:
     if exc.code in (Status.EPMIX, Status.ENOTSUP):
-        exc.message += (" (hcg.torch.init publishes rank 0's address through "
+        exc.message += (" (hcg.torch.init publishes the ranks' stores through "
                         "PMIx: run under srun --mpi=pmix, or set MASTER_ADDR "
                         "and MASTER_PORT)")
     return exc
 
 
-def _no_address(host: str, exc: BaseException) -> HcgRuntimeError:
-    """Rank 0 cannot listen on ``host``, the address it was to publish
+def _no_address(rank: int, host: str, exc: BaseException) -> HcgRuntimeError:
+    """A rank cannot listen on ``host``, the address it was to publish
     (binding tells at once; a TCPStore would find out only when its own
     client's connection timed out, after the whole timeout or more)."""
-    return HcgRuntimeError(Status.EIO, "rank 0 could not open hcg.torch's store on %s: "
+    return HcgRuntimeError(Status.EIO, "rank %d could not open hcg.torch's store on %s: "
                            "that is no address of this host (MASTER_ADDR, when set "
                            "alone, is the address rank 0 publishes): %s"
-                           % (host, first_line(exc)))
+                           % (rank, host, first_line(exc)))
 
 
 def _server(host: str, port: int, world_size: int,
@@ -141,16 +158,16 @@ def _server(host: str, port: int, world_size: int,
                               % (host, port, first_line(exc))) from None
 
 
-def _job_server(host: str, secret: bytes) -> jobstore.Server:
-    """Rank 0's job store, on a free port of ``host`` (replacing one an
+def _job_server(rank: int, host: str, secret: bytes) -> jobstore.Server:
+    """This rank's job store, on a free port of ``host`` (replacing one an
     earlier init() of this process opened)."""
     try:
         server = jobstore.Server(host, secret)
     except jobstore.StoreStartError as exc:
-        raise HcgRuntimeError(Status.EIO, "rank 0 could not start hcg.torch's store: %s"
-                              % exc) from None
+        raise HcgRuntimeError(Status.EIO, "rank %d could not start hcg.torch's store: %s"
+                              % (rank, exc)) from None
     except (OSError, IndexError) as exc:
-        raise _no_address(host, exc) from None
+        raise _no_address(rank, host, exc) from None
     if STATE.store_server is not None:
         STATE.store_server.close()
     STATE.store_server = server
@@ -158,7 +175,7 @@ def _job_server(host: str, secret: bytes) -> jobstore.Server:
 
 
 def _drop_server() -> None:
-    """Closes rank 0's job store after a failed init()."""
+    """Closes this rank's job store after a failed init()."""
     if STATE.store_server is not None:
         STATE.store_server.close()
         STATE.store_server = None
@@ -194,16 +211,19 @@ def _master_vars() -> Tuple[Optional[str], Optional[int]]:
 def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
            problem: Optional[HcgError], addr: Optional[str],
            port: Optional[int]) -> Tuple[Store, str, int, Optional[bytes]]:
-    """The job's store (rank 0 hosts it), its address and the job's secret
-    (None when MASTER_ADDR and MASTER_PORT name the store: no broadcast). Every rank gets
-    here, also one that already failed (``problem``), so that the
-    broadcast, a collective step, completes: rank 0 publishes its failure
-    there instead of an address, and every other rank raises a PeerError
-    naming it at once. Raises rank 0's own problem on rank 0."""
+    """A client of rank 0's store, where the default group meets, its
+    address and secret (None when MASTER_ADDR and MASTER_PORT name the
+    store: no publication). Every rank gets here, also one that already
+    failed (``problem``), so that the publication, a collective step,
+    completes: a rank publishes its failure instead of an address, and
+    every other rank raises a PeerError naming rank 0 at once when it was
+    rank 0. Raises this rank's own problem when it is rank 0's, or when
+    rank 0 failed too."""
     master = task.rank == 0
     if addr is not None and port is not None:
         # No broadcast: a rank 0 that fails here cannot tell the others,
         # whose clients wait for its store until the timeout.
+        _set_places(_places.OneStore(_places.Place(addr, port, None, -1)))
         if master:
             if problem is not None:
                 raise problem
@@ -212,58 +232,51 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
                     None)
         return (_client(addr, port, task.world_size, timeout, problem),
                 addr, port, None)
+    # Every rank opens its own store and publishes where it is (or why it
+    # could not): a rank that failed already publishes its failure, so
+    # that the publication, a collective step, completes and the members
+    # of its groups learn it at once.
     payload = b""
-    if master:
-        if problem is None:
-            try:
-                host = addr or _own_address()
-                secret = secrets.token_bytes(_SECRET_BYTES)
-                server = _job_server(host, secret)
-                payload = ("%s %s:%d" % (secret.hex(), host, server.port)).encode()
-            except HcgError as exc:
-                problem = exc
-            except OSError as exc:  # no address of its own
-                problem = HcgRuntimeError(Status.EIO, "rank 0 found no address of "
-                                          "this host to publish: %s" % exc)
-            except Exception as exc:  # pylint: disable=broad-except
-                # Whatever else failed (a bug, a library hcg did not
-                # expect to fail): the others learn it through the
-                # broadcast all the same, never at their timeout.
-                problem = HcgRuntimeError(Status.EIO, "rank 0 could not start "
-                                          "hcg.torch's store: %s"
-                                          % _meet.describe_exception(exc))
-                problem.__cause__ = exc
-        if problem is not None:
-            payload = ("%s%d %s" % (_FAILED, int(problem.code),
-                                    problem.message)).encode("utf-8", "replace")
+    if problem is None:
+        try:
+            host = (addr if master else None) or _own_address()
+            secret = secrets.token_bytes(_places.SECRET_BYTES)
+            server = _job_server(task.rank, host, secret)
+            payload = _places.encode(secret, host, server.port)
+        except HcgError as exc:
+            problem = exc
+        except OSError as exc:  # no address of its own
+            problem = HcgRuntimeError(Status.EIO, "rank %d found no address of "
+                                      "this host to publish: %s" % (task.rank, exc))
+        except Exception as exc:  # pylint: disable=broad-except
+            # Whatever else failed (a bug, a library hcg did not expect to
+            # fail): the others learn it through the publication all the
+            # same, never at their timeout.
+            problem = HcgRuntimeError(Status.EIO, "rank %d could not start "
+                                      "hcg.torch's store: %s"
+                                      % (task.rank, _meet.describe_exception(exc)))
+            problem.__cause__ = exc
+    if problem is not None:
+        payload = _places.encode_failure(int(problem.code), problem.message)
     left = max(1, int(math.ceil(deadline - time.monotonic())))
     try:
-        got = _broadcast(payload, left).decode("utf-8", "replace")
+        places = _publish(payload, left)
     except HcgError:
         if problem is not None:
             raise problem from None  # the reason this rank failed first
         raise
-    if problem is not None and (master or got.startswith(_FAILED)):
+    _set_places(places)
+    if problem is not None and master:
         raise problem  # its own reason first
-    if got.startswith(_FAILED):
-        code, _, reason = got[len(_FAILED):].partition(" ")
-        code_n = int(code) if code.isdigit() else int(Status.EIO)
-        raise PeerError(code_n, "hcg.torch.init: rank 0 failed before it "
-                        "published the address of its store: %s: %s"
-                        % (status_name(code_n), reason), 0, reason)
-    hex_secret, _, address = got.partition(" ")
-    host, _, text = address.rpartition(":")
     try:
-        secret = bytes.fromhex(hex_secret)
-    except ValueError:
-        secret = b""
-    if len(secret) != _SECRET_BYTES or not host or not text.isdigit():
-        # Never quote what came: it may hold the secret.
-        raise HcgRuntimeError(Status.EPMIX, "rank 0 published no usable store "
-                              "address (%d bytes that are not SECRET HOST:PORT)"
-                              % len(got))
-    store = _client(host, int(text), task.world_size, timeout, problem, secret)
-    return store, host, int(text), secret
+        place = places.rank(0, "hcg.torch.init")
+    except HcgError:
+        if problem is not None:
+            raise problem from None  # rank 0 failed too: nowhere to say it
+        raise
+    store = _client(place.host, place.port, task.world_size, timeout, problem,
+                    place.secret)
+    return store, place.host, place.port, place.secret
 
 
 #: How many times this process reached the job's store in init(): part of
@@ -286,7 +299,6 @@ def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
     except BaseException:
         _drop_server()
         raise
-    STATE.store_secret = secret
     try:
         _default_group(d, task, backend, t, problem, store, host, port, deadline)
     except BaseException:
@@ -410,6 +422,6 @@ def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> Ta
                 import torch
 
                 backend = "nccl" if torch.cuda.is_available() else "gloo"
-            STATE.store_addr = _start(d, task, backend, t, problem)
+            _start(d, task, backend, t, problem)
         STATE.task, STATE.backend, STATE.timeout = task, backend, t
         return task

@@ -3,12 +3,13 @@ job's own tasks can use.
 
 torch's TCPStore answers anyone who reaches its port (torch 2.14's even
 lists its keys), so hcg.torch does not put the job's keys in one when it
-has a private channel for a secret (the PMIx broadcast). Rank 0 hosts this
-store instead, in a child process (_store_server.py: the protocol, and why
-a process); every task reaches it over TCP, as a TCPStore, but each
-connection first proves, by HMAC-SHA256 challenge and answer, that it
-knows the job's secret (128 random bits that reached the tasks through
-PMIx, never the network), and the server proves it back. A connection
+has a private channel for a secret (PMIx). Every rank hosts one of these
+stores instead, in a child process (_store_server.py: the protocol, and why
+a process), where the groups it leads meet (hcg.torch._places); a task
+reaches one over TCP, as a TCPStore, but each connection first proves, by
+HMAC-SHA256 challenge and answer, that it knows the store's secret (128
+random bits that reached the tasks through PMIx, never the network), and
+the server proves it back. A connection
 that cannot is closed before it can name, read or write a key; a client
 that reaches a server which cannot (the port taken by someone else) says
 so. What passes afterwards is not encrypted: the store holds addresses,
@@ -17,7 +18,7 @@ counters and failures, never the secret.
 A client is a ``torch.distributed.Store``: torch's PrefixStore, gloo and
 NCCL use it as they use a TCPStore. A wait (get, wait, multi_get) is held
 by the server until its keys exist or its deadline passes, and answered
-either way; a client whose server is gone (rank 0 died) learns it at once
+either way; a client whose server is gone (its rank died) learns it at once
 from its socket, not at its timeout.
 
 Where MASTER_ADDR and MASTER_PORT name the store, it is torch's TCPStore,
@@ -294,13 +295,20 @@ def _recv_upto(sock: socket.socket, n: int) -> bytes:
     return b"".join(parts)
 
 
-def _connect(host: str, port: int, secret: bytes, timeout_s: float) -> socket.socket:
+def _where(host: str, port: int, host_rank: int) -> str:
+    """A store in messages: its address and the rank that hosts it."""
+    return "hcg.torch's store at %s:%d (hosted by rank %d)" % (host, port,
+                                                               max(host_rank, 0))
+
+
+def _connect(host: str, port: int, secret: bytes, timeout_s: float,
+             host_rank: int = 0) -> socket.socket:
     """A proven connection to the job's store at HOST:PORT, tried until
     ``timeout_s`` passes (HcgRuntimeError when it cannot be had). A store
     that closes the connection before proving itself without refusing
     this task's proof (it was making room) is tried again, after a pause
     that grows."""
-    where = "hcg.torch's store at %s:%d (hosted by rank 0)" % (host, port)
+    where = _where(host, port, host_rank)
     start = time.monotonic()
     deadline = start + timeout_s
     refused_since: Optional[float] = None
@@ -395,23 +403,24 @@ def _handshake(sock: socket.socket, secret: bytes, where: str,
 
 
 def connect(host: str, port: int, secret: Optional[bytes],
-            timeout: datetime.timedelta, world_size: Optional[int] = None) -> Any:
-    """A new client of the job's store at HOST:PORT: hcg's (:func:`client`)
+            timeout: datetime.timedelta, world_size: Optional[int] = None,
+            host_rank: int = 0) -> Any:
+    """A new client of the job store at HOST:PORT: hcg's (:func:`client`)
     when init() got the ``secret`` through PMIx, else a TCPStore (the
     store MASTER_ADDR and MASTER_PORT name, ``world_size`` as TCPStore's).
-    Raises HcgRuntimeError (EIO) naming the store when it cannot be
+    Raises HcgRuntimeError (EIO) naming the store and the rank that hosts
+    it (``host_rank``; -1: rank 0, the job's one store) when it cannot be
     reached within ``timeout``."""
     try:
         if secret is not None:
-            return client(host, port, secret, timeout)
+            return client(host, port, secret, timeout, host_rank)
         return tcp_store(host, port, world_size, False, timeout)
     except HcgError:
         raise
     except Exception as exc:  # pylint: disable=broad-except
-        raise HcgRuntimeError(Status.EIO, "cannot reach hcg.torch's store at %s:%d "
-                              "(hosted by rank 0) within %g s: %s"
-                              % (host, port, timeout.total_seconds(),
-                                 first_line(exc))) from None
+        raise HcgRuntimeError(Status.EIO, "cannot reach %s within %g s: %s"
+                              % (_where(host, port, host_rank),
+                                 timeout.total_seconds(), first_line(exc))) from None
 
 
 _client_class: Any = None
@@ -424,7 +433,7 @@ _alive_lock = threading.Lock()
 
 
 def client(host: str, port: int, secret: bytes,
-           timeout: datetime.timedelta) -> Any:
+           timeout: datetime.timedelta, host_rank: int = 0) -> Any:
     """A client of the job's store (a ``torch.distributed.Store``), its
     connection proven. ``timeout`` is the store's: how long get and wait
     wait. Raises HcgRuntimeError (EIO) when the store cannot be reached
@@ -434,7 +443,7 @@ def client(host: str, port: int, secret: bytes,
     with _alive_lock:
         if _client_class is None:
             _client_class = _make_client_class(dist())
-    made = _client_class(host, port, secret, timeout)
+    made = _client_class(host, port, secret, timeout, host_rank)
     with _alive_lock:
         _alive.append(made)
     return made
@@ -447,14 +456,15 @@ def _make_client_class(d: Any) -> Any:
         str (UTF-8) or bytes, values bytes (str is taken as UTF-8)."""
 
         def __init__(self, host: str, port: int, secret: bytes,
-                     timeout: datetime.timedelta) -> None:
+                     timeout: datetime.timedelta, host_rank: int = 0) -> None:
             super().__init__()
             self._where = (host, port)
+            self._host_rank = host_rank
             self._secret = secret
             self._timeout_s = timeout.total_seconds()
             self._lock = threading.Lock()
             self._sock: Optional[socket.socket] = _connect(host, port, secret,
-                                                           self._timeout_s)
+                                                           self._timeout_s, host_rank)
             setter = getattr(self, "set_timeout", None)
             if setter is not None:
                 setter(timeout)
@@ -471,7 +481,7 @@ def _make_client_class(d: Any) -> Any:
 
         def _call(self, op: int, fields: Sequence[bytes],
                   wait_s: Optional[float] = None) -> List[bytes]:
-            what = "hcg.torch's store at %s:%d (hosted by rank 0)" % self._where
+            what = _where(self._where[0], self._where[1], self._host_rank)
             request = proto.frame(op, fields)
             if len(request) - 4 > proto.MAX_REQUEST:
                 # The store would close the connection on it: say why here.
@@ -558,7 +568,8 @@ def _make_client_class(d: Any) -> Any:
 
         def clone(self) -> "JobStore":
             return cast("JobStore", client(self._where[0], self._where[1], self._secret,
-                                           datetime.timedelta(seconds=self._wait_s())))
+                                           datetime.timedelta(seconds=self._wait_s()),
+                                           self._host_rank))
 
         def close(self) -> None:
             """Closes the connection (later calls raise HcgRuntimeError)."""
