@@ -420,9 +420,40 @@ int hcgrt_pmix_fence(struct hcgrt_pmix *px, int timeout_s, const char *what,
  * size or type. */
 #define SIZE_BAD HCGPX_ERR_TYPE_MISMATCH
 
+/* The outcome of a fetch of what a process published (hcg_ctx_fetch). */
+static int publication_error(const struct hcgpx_api *api, hcg_error *err,
+                             const struct hcgrt_get *g, hcgpx_status_t st,
+                             size_t len, int timeout_s) {
+  if (st == HCGPX_ERR_NOMEM)
+    return hcg__fail(err, HCG_ENOMEM,
+                     "out of memory for what rank %d published", g->rank);
+  if (st == SIZE_BAD)
+    return hcg__fail(err, HCG_EPMIX,
+                     "rank %d published another length than the %zu bytes "
+                     "asked for: every process publishes the same length",
+                     g->rank, len);
+  if (st == HCGPX_ERR_TIMEOUT)
+    return hcg__fail(err, HCG_ETIMEOUT,
+                     "what rank %d published did not arrive in %d s (a "
+                     "process that ended before the publication's fence "
+                     "never publishes: is rank %d still running?)",
+                     g->rank, timeout_s, g->rank);
+  if (st == HCGPX_ERR_NOT_FOUND)
+    return hcg__fail(err, HCG_EPMIX,
+                     "rank %d published nothing under key '%s': it left "
+                     "before the publication's fence, or published fewer "
+                     "times than this process",
+                     g->rank, g->key);
+  char what[64];
+  snprintf(what, sizeof what, "PMIx_Get of what rank %d published", g->rank);
+  return pmix_error(api, err, st, what);
+}
+
 static int get_error(const struct hcgpx_api *api, hcg_error *err,
                      const struct hcgrt_get *g, hcgpx_status_t st, size_t len,
                      int timeout_s) {
+  if (g->publication)
+    return publication_error(api, err, g, st, len, timeout_s);
   if (st == SIZE_BAD && g->dyn)
     return hcg__fail(err, HCG_EPMIX,
                      "the ids rank %d published (for group '%s') are not "

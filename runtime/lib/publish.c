@@ -8,8 +8,6 @@
  */
 #include "config.h"
 
-#include <stdio.h>
-
 #include "round.h"
 #include "rt.h"
 
@@ -90,9 +88,11 @@ int hcg_ctx_fetch(hcg_ctx *ctx, long long epoch, int rank, void *buf,
   rc = hcg_exchange_pmix_key(ctx->tag, epoch, PUBLISH_KEY, pkey, sizeof pkey);
   if (rc)
     return hcg__fail(err, rc, "cannot derive the PMIx key of a publication");
-  char what[48];
-  snprintf(what, sizeof what, "#publish of rank %d", rank);
-  struct hcgrt_get get = {.rank = rank, .key = pkey, .out = buf, .group = what};
+  struct hcgrt_get get = {.rank = rank,
+                          .key = pkey,
+                          .out = buf,
+                          .group = "#publish",
+                          .publication = 1};
   rc = hcgrt_pmix_get_all(ctx->pmix, &get, 1, len, ctx->timeout_s, err);
   if (!rc)
     ctx->stats.gets++;

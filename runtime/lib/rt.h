@@ -56,6 +56,8 @@ struct hcgrt_get {
   const char *key;
   unsigned char *out;
   const char *group; /* for messages */
+  int publication;   /* 1: a fetch of what `rank` published (hcg_ctx_fetch),
+                        named so in messages; 0: a group's id */
   size_t len;        /* its own length; 0: the batch's `len` */
   /* Instead of out: a value of any size (up to HCGRT_GET_DYN_MAX) into a
    * new buffer *dyn (the caller frees it) of *dyn_len bytes. */
