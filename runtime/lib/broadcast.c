@@ -34,18 +34,11 @@ static void broadcast_step(struct hcgrt_round *r, int fence, int after,
   hcg_ctx *ctx = r->ctx;
   (void)fence;
   if (!after) {
-    int rc = hcg_exchange_pmix_key(ctx->tag, b->epoch, "#broadcast", b->pkey,
-                                   sizeof b->pkey);
-    if (rc) {
-      hcgrt_round_note(r, hcg__fail(hcgrt_round_err(r), rc,
-                                    "cannot derive the PMIx key of a "
-                                    "broadcast"));
-      return;
-    }
-    if (ctx->rank == r->root &&
-        !hcgrt_round_note(r, hcgrt_pmix_put(ctx->pmix, b->pkey, b->buf, b->len,
-                                            hcgrt_round_err(r))))
-      ctx->stats.puts++;
+    /* Every rank derives the key (the others read it after the fence);
+     * the root puts its bytes under it. */
+    hcgrt_round_put(r, b->epoch, "#broadcast", "a broadcast", b->pkey,
+                    sizeof b->pkey, ctx->rank == r->root ? b->buf : NULL,
+                    b->len);
     return;
   }
   if (ctx->rank == r->root || r->status)

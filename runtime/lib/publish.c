@@ -23,21 +23,10 @@ struct publish {
 static void publish_step(struct hcgrt_round *r, int fence, int after,
                          void *arg) {
   struct publish *p = arg;
-  hcg_ctx *ctx = r->ctx;
   (void)fence;
-  if (after)
-    return;
-  int rc = hcg_exchange_pmix_key(ctx->tag, p->epoch, PUBLISH_KEY, p->pkey,
-                                 sizeof p->pkey);
-  if (rc) {
-    hcgrt_round_note(r, hcg__fail(hcgrt_round_err(r), rc,
-                                  "cannot derive the PMIx key of a "
-                                  "publication"));
-    return;
-  }
-  if (!hcgrt_round_note(r, hcgrt_pmix_put(ctx->pmix, p->pkey, p->buf, p->len,
-                                          hcgrt_round_err(r))))
-    ctx->stats.puts++;
+  if (!after)
+    hcgrt_round_put(r, p->epoch, PUBLISH_KEY, "a publication", p->pkey,
+                    sizeof p->pkey, p->buf, p->len);
 }
 
 /* The epoch counter is shared with the exchanges and broadcasts, so keys

@@ -93,6 +93,22 @@ int hcgrt_round_note(struct hcgrt_round *r, int rc) {
   return rc;
 }
 
+int hcgrt_round_put(struct hcgrt_round *r, long long epoch, const char *name,
+                    const char *what, char *pkey, size_t cap, const void *buf,
+                    size_t len) {
+  hcg_ctx *ctx = r->ctx;
+  int rc = hcg_exchange_pmix_key(ctx->tag, epoch, name, pkey, cap);
+  if (rc) {
+    hcgrt_round_note(r, hcg__fail(hcgrt_round_err(r), rc,
+                                  "cannot derive the PMIx key of %s", what));
+    return rc;
+  }
+  if (buf && !hcgrt_round_note(r, hcgrt_pmix_put(ctx->pmix, pkey, buf, len,
+                                                 hcgrt_round_err(r))))
+    ctx->stats.puts++;
+  return HCG_OK;
+}
+
 int hcgrt_round_run(struct hcgrt_round *r) {
   for (int k = 0; k < r->n; k++) {
     int f = r->fence[k];

@@ -103,6 +103,15 @@ hcg_error *hcgrt_round_err(struct hcgrt_round *r);
  * Returns rc. */
 int hcgrt_round_note(struct hcgrt_round *r, int rc);
 
+/* For a step before its fence: the PMIx key `name` of the round's epoch
+ * into pkey (what: the round in the message of a failure), and, when buf is
+ * given, this rank's len bytes put under it (counted in the context's
+ * stats). A failure is noted in the round. Returns HCG_OK when the key was
+ * derived (a failed put is only noted). */
+int hcgrt_round_put(struct hcgrt_round *r, long long epoch, const char *name,
+                    const char *what, char *pkey, size_t cap, const void *buf,
+                    size_t len);
+
 /* The name and timeout of a fence of this round. */
 const char *hcgrt_round_fence_name(const struct hcgrt_round *r, int fence,
                                    char *buf, size_t cap);

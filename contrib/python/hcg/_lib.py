@@ -2,7 +2,8 @@
 
 Only the stable part of hcg.h is bound: layouts, requests, groups, collection
 fields, embedding groups, stages, bridges, hcg_rank_env, and of contexts just
-what hcg.torch.init needs (a context with a timeout and hcg_ctx_broadcast).
+what hcg.torch.init needs (a context with a timeout, hcg_ctx_publish and
+hcg_ctx_fetch).
 Communicators are not bound (use hcg.torch, or libhcg's C API directly).
 
 The library is looked up, first match wins:
@@ -202,13 +203,11 @@ _PROTOTYPES = {
     "hcg_bridge_targets": (_c_int, [_L, _P(Bridge), _c_int, _int_p, _int_p]),
     "hcg_rank_env": (_c_int, [_L, _c_int, ENV_FN, ctypes.c_void_p]),
     # Contexts, only as far as hcg.torch.init needs them: the default
-    # config but for the timeout, the broadcast, and the publication of
-    # every rank's store.
+    # config but for the timeout, and the publication of every rank's
+    # store.
     "hcg_ctx_init": (_c_int, [_P(CtxConfig), _P(ctypes.c_void_p),
                               _P(Error)]),
     "hcg_ctx_free": (None, [ctypes.c_void_p]),
-    "hcg_ctx_broadcast": (_c_int, [ctypes.c_void_p, _c_int, ctypes.c_void_p,
-                                   ctypes.c_size_t, _P(Error)]),
     "hcg_ctx_publish": (_c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
                                  _P(ctypes.c_longlong), _P(Error)]),
     "hcg_ctx_fetch": (_c_int, [ctypes.c_void_p, ctypes.c_longlong, _c_int,

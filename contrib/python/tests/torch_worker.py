@@ -85,18 +85,13 @@ def check_places_load(rank: int, world: int, layout: str) -> dict:
     store (HCG_TEST_PLACES=1), then what this rank's own store served:
     connections proven and requests, and the members of the groups this
     rank leads."""
-    from hcg.torch import _store_server as proto
     from hcg.torch import store as jobstore
     from hcg.torch._base import STATE
 
     out = check_collections(rank, world, layout)
     place = STATE.places.rank(rank, "stats")
-    me = jobstore.client(place.host, place.port, place.secret,
-                         datetime.timedelta(seconds=30), rank)
-    stats = dict(f.decode().split("=") for f in me._call(proto.STATS, []))
-    me.close()
-    out.update(proven=int(stats["proven"]) - 1,  # not this query's own
-               requests=int(stats["requests"]) - 1)
+    out["proven"], out["requests"] = jobstore.served(place.host, place.port,
+                                                     place.secret, rank)
     return out
 
 

@@ -52,17 +52,10 @@ def main() -> int:
     print("ok %d fields=%d groups=%d store=%s" % (rank, fields, len(objects), zero.address))
     own = STATE.places.rank(rank, "this rank's")
     if own.rank == rank and own.secret is not None:
-        from hcg.torch import _store_server as proto
         from hcg.torch import store as jobstore
-        import datetime
 
-        me = jobstore.client(own.host, own.port, own.secret,
-                             datetime.timedelta(seconds=30), rank)
-        stats = dict(f.decode().split("=") for f in me._call(proto.STATS, []))
-        me.close()
-        # Not this query's own connection and request.
-        print("served %d proven=%d requests=%d"
-              % (rank, int(stats["proven"]) - 1, int(stats["requests"]) - 1))
+        proven, requests = jobstore.served(own.host, own.port, own.secret, rank)
+        print("served %d proven=%d requests=%d" % (rank, proven, requests))
     next(iter(cols.values())).factory.destroy()
     dist.destroy_process_group()
     return 0

@@ -123,6 +123,7 @@ def _set_places(places: _places.Where) -> None:
     """Where this process's groups meet from now on (closing the previous
     init()'s)."""
     if STATE.places is not None:
+        atexit.unregister(STATE.places.close)
         STATE.places.close()
     STATE.places = places
 

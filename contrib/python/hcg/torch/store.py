@@ -39,7 +39,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Any, Dict, List, Optional, Sequence, Union, cast
+from typing import IO, Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 from ..errors import HcgError, HcgRuntimeError, HcgTimeoutError, HcgValueError, Status
 from . import _store_server as proto
@@ -447,6 +447,18 @@ def client(host: str, port: int, secret: bytes,
     with _alive_lock:
         _alive.append(made)
     return made
+
+
+def served(host: str, port: int, secret: bytes, host_rank: int = 0) -> Tuple[int, int]:
+    """What the job store at HOST:PORT served so far: the connections it
+    proved and the requests it handled, this query's own not counted (for
+    tests and diagnostics of where a job's load went)."""
+    me = client(host, port, secret, datetime.timedelta(seconds=30), host_rank)
+    try:
+        stats = dict(f.decode().split("=", 1) for f in me._call(proto.STATS, []))
+    finally:
+        me.close()
+    return int(stats["proven"]) - 1, int(stats["requests"]) - 1
 
 
 def _make_client_class(d: Any) -> Any:
