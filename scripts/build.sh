@@ -1,6 +1,8 @@
 #!/bin/bash
 # Configures and builds hcg out of tree: scripts/build.sh DIR [CONFIGURE ARGS]
 # Reconfigures only when the build system changed, so it is cheap to rerun.
+# HCG_BUILD_SUBDIR=runtime builds only that directory of the tree (a build
+# that needs only libhcg, as test-all's --with-pmix=dlopen step).
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:?usage: build.sh DIR [CONFIGURE ARGS]}
@@ -23,4 +25,4 @@ if [ ! -f Makefile ] || [ ! -f $stamp ] || [ "$(cat $stamp)" != "$*" ] ||
   "$src/configure" "$@"
   printf '%s' "$*" > $stamp
 fi
-make -j"$jobs"
+make -j"$jobs" ${HCG_BUILD_SUBDIR:+-C "$HCG_BUILD_SUBDIR"}

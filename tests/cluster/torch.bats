@@ -11,8 +11,6 @@
 load helpers
 
 MOE='llm:tp=2,cp=2,dp=*,pp=2; llm/expert:expt_tp=1,ep=4,expt_dp=*,pp'
-NONCOLOC='vision:tp=2,dp=2; llm:tp=2,dp=1,pp=2'
-COLOC='vision@0:tp=2,dp=4; llm@0:tp=4,dp=2'
 
 setup() {
   torch_setup
@@ -64,43 +62,32 @@ all_ok() {
   fi
 }
 
-@test "non-colocated MIMO, 8 tasks: each module only makes its own groups" {
-  torch_run 8 "$NONCOLOC" check_groups.py
-  [ "$status" -eq 0 ] || { show; false; }
-  all_ok 8
-}
-
-@test "colocated MIMO, 8 tasks: both modules' groups on every rank" {
-  torch_run 8 "$COLOC" check_groups.py
-  [ "$status" -eq 0 ] || { show; false; }
-  all_ok 8
-}
-
 @test "two steps at once on one node: no port collision" {
   need_pmix # the free port rank 0 picks goes through PMIx
   local a=$BATS_TEST_TMPDIR/a b=$BATS_TEST_TMPDIR/b
   mkdir -p "$a" "$b"
   chmod 777 "$a" "$b"
-  timeout -k 5 150 srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' \
+  # Two tasks each: every rank of both picks a port of its own.
+  timeout -k 5 150 srun -n 2 --overcommit --mpi=pmix --hcg-layout='tp=2' \
     --output="$a/out.%t" "$PY" -B "$SCRIPTS/check_groups.py" &
   local pa=$!
-  timeout -k 5 150 srun -n 4 --overcommit --mpi=pmix --hcg-layout='tp=2,dp=*' \
+  timeout -k 5 150 srun -n 2 --overcommit --mpi=pmix --hcg-layout='tp=2' \
     --output="$b/out.%t" "$PY" -B "$SCRIPTS/check_groups.py" &
   local pb=$!
   wait "$pa"
   wait "$pb"
-  [ "$(cat "$a"/out.* | grep -c '^ok ')" -eq 4 ]
-  [ "$(cat "$b"/out.* | grep -c '^ok ')" -eq 4 ]
+  [ "$(cat "$a"/out.* | grep -c '^ok ')" -eq 2 ]
+  [ "$(cat "$b"/out.* | grep -c '^ok ')" -eq 2 ]
 }
 
 @test "MASTER_ADDR and MASTER_PORT, when set, are honoured (no PMIx needed)" {
   local port
   port=$(_cluster_free_port)
   # No --mpi=pmix: the variables are all init() needs.
-  MASTER_ADDR=127.0.0.1 MASTER_PORT=$port torch_run 4 'tp=2,dp=*' check_groups.py
+  MASTER_ADDR=127.0.0.1 MASTER_PORT=$port torch_run 2 'tp=2' check_groups.py
   [ "$status" -eq 0 ] || { show; false; }
-  all_ok 4
-  [ "$(outs | grep -c "store=127.0.0.1:$port\$")" -eq 4 ]
+  all_ok 2
+  [ "$(outs | grep -c "store=127.0.0.1:$port\$")" -eq 2 ]
 }
 
 # after_below FILES... LIMIT: every "after S s" line of these task outputs
@@ -246,12 +233,14 @@ bridge_bad_input() {
     ! cat "$OUT"/err.* | grep -q Traceback
 }
 
-@test "colocated bridges: fan-in, fan-out, by 4, to cp 2, passthrough (7 pairs), then bad input (one srun of 8 tasks)" {
+@test "colocated MIMO, 8 tasks: every module's groups on every rank, then the bridges: fan-in, fan-out, by 4, to cp 2, passthrough (7 pairs), bad input" {
   local pairs=() name pair rest want src dest p
   while read -r name pair rest; do pairs+=("$pair"); done <<<"$BRIDGE_PAIRS"
   torch_run 8 "$BRIDGE_GRIDS" check_bridge.py colocated "${pairs[@]}" bad=audio:vision
   [ "$status" -eq 0 ] || { show; false; }
   if outs | grep -q '^bad'; then show; false; fi
+  # Every rank is in all five grids: their groups, every field, first.
+  [ "$(outs | grep -c '^ok [0-9]* groups fields=')" -eq 8 ] || { show; false; }
   bridge_bad_input || { show; false; }
   while read -r name pair rest; do
     src=${pair%%:*} dest=${pair#*:} p="${pair%%:*}>${pair#*:}"
@@ -268,19 +257,21 @@ bridge_bad_input() {
   done <<<"$BRIDGE_PAIRS"
 }
 
-@test "non-colocated bridges: fan-in and fan-out between lane leaders (one srun of 12 tasks)" {
+@test "non-colocated MIMO, 12 tasks: each module only makes its own groups, then the bridges' fan-in and fan-out between lane leaders" {
   # vision (ranks 0-3) -> audio (4-7) -> llm (8-11): the same 12 tasks make both.
   torch_run 12 'vision:tp=1,dp=4; audio:tp=2,dp=2; llm:tp=1,dp=4' check_bridge.py noncolocated \
     vision:audio audio:llm
   [ "$status" -eq 0 ] || { show; false; }
   if outs | grep -q '^bad'; then show; false; fi
+  # Each rank checked the groups of its own module only (new_collections).
+  [ "$(outs | grep -c '^ok [0-9]* groups fields=')" -eq 12 ] || { show; false; }
   # 4 src leaders (0-3) send to 2 dest leaders (4, 6): fan-in.
   [ "$(outs | grep -c '^ok [0-3] vision>audio backward')" -eq 4 ] || { show; false; }
   [ "$(outs | grep -cE '^ok (4|6) vision>audio forward fan-in')" -eq 2 ] || { show; false; }
   # 2 src leaders (5, 7) send to 4 dest leaders (8-11): fan-out.
   [ "$(outs | grep -cE '^ok (5|7) audio>llm backward')" -eq 2 ] || { show; false; }
   [ "$(outs | grep -cE '^ok (8|9|10|11) audio>llm forward fan-out')" -eq 4 ] || { show; false; }
-  [ "$(outs | grep -c '^ok ')" -eq 12 ] || { show; false; }
+  [ "$(outs | grep -c '^ok ')" -eq 24 ] || { show; false; }
 }
 
 @test "NCCL backend (one GPU per communicator)" {

@@ -12,6 +12,10 @@ torch (gloo). Prints one line per check: "ok RANK WHAT [detail]" or
                                            # leaders' hand-off, both ways, per
                                            # pair (default vision:llm), lines
                                            # "ok RANK SRC>DEST forward|backward"
+
+Both first check every group of the rank's grids (check_groups.py's
+check_every_group; MIMO, colocated or not, in the same job), one line
+"ok RANK groups fields=F groups=G" or "bad RANK groups: FIELDS".
 """
 
 import sys
@@ -21,6 +25,7 @@ import torch.distributed as dist
 
 import hcg
 import hcg.torch as ht
+from check_groups import check_every_group
 
 G, S, H = 16, 4, 3  # global batch, sequence, hidden
 
@@ -212,6 +217,9 @@ def main():
     mode = sys.argv[1]
     task = ht.init(backend="gloo", timeout=60)  # CPU tensors, also where CUDA is
     run = {"colocated": colocated, "noncolocated": noncolocated}[mode]
+    bad, fields, groups, _ = check_every_group(task)
+    report(task.rank, "groups", not bad,
+           ", ".join(bad) if bad else "fields=%d groups=%d" % (fields, groups))
     if len(sys.argv) > 2:
         run(task, sys.argv[2:])
     else:

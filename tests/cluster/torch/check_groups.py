@@ -20,9 +20,11 @@ import hcg.torch as ht
 from hcg.torch._base import STATE
 
 
-def main() -> int:
-    backend = sys.argv[1] if len(sys.argv) > 1 else "gloo"  # CPU tensors
-    task = ht.init(backend=backend, timeout=60)
+def check_every_group(task):
+    """Every group of every grid of this rank (hcg.torch.new_collections)
+    checked against the layout: size, group rank, members, all-reduce of
+    global ranks. Returns (the failed "grid.field"s, fields checked, process
+    groups, the collections). check_bridge.py runs it too, in its MIMO jobs."""
     rank, L = task.rank, task.layout
     device = "cuda" if dist.get_backend() == "nccl" else "cpu"
     cols = ht.new_collections()
@@ -42,6 +44,15 @@ def main() -> int:
                 bad.append("%s.%s" % (name, field))
             objects.setdefault(pgs.keys[field], pg)
             fields += 1
+    return bad, fields, len(objects), cols
+
+
+def main() -> int:
+    backend = sys.argv[1] if len(sys.argv) > 1 else "gloo"  # CPU tensors
+    task = ht.init(backend=backend, timeout=60)
+    rank = task.rank
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    bad, fields, groups, cols = check_every_group(task)
     # The whole world agrees the job worked (and nobody leaves early).
     t = torch.tensor([len(bad)], dtype=torch.float64, device=device)
     dist.all_reduce(t)
@@ -49,7 +60,7 @@ def main() -> int:
         print("bad %d: %s (job total %d)" % (rank, ", ".join(bad), t.item()))
         return 1
     zero = STATE.places.rank(0, "the default group")
-    print("ok %d fields=%d groups=%d store=%s" % (rank, fields, len(objects), zero.address))
+    print("ok %d fields=%d groups=%d store=%s" % (rank, fields, groups, zero.address))
     own = STATE.places.rank(rank, "this rank's")
     if own.rank == rank and own.secret is not None:
         from hcg.torch import store as jobstore
