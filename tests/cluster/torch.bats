@@ -134,7 +134,9 @@ one_rank_fails() {
 }
 
 @test "another rank fails in init (its RANK disagrees): the others name it at once" {
-  one_rank_fails 2
+  # HCG_FANIN=8: 2 members a store, so rank 3 would meet through rank 2's
+  # store, which never opened; it meets at rank 0's instead, and hears why.
+  HCG_FANIN=8 one_rank_fails 2
 }
 
 @test "rank 0 cannot open its store: the others name it and its reason" {
@@ -233,14 +235,22 @@ bridge_bad_input() {
     ! cat "$OUT"/err.* | grep -q Traceback
 }
 
-@test "colocated MIMO, 8 tasks: every module's groups on every rank, then the bridges: fan-in, fan-out, by 4, to cp 2, passthrough (7 pairs), bad input" {
+@test "colocated MIMO, 8 tasks, groups through relays: every module's groups on every rank, then the bridges: fan-in, fan-out, by 4, to cp 2, passthrough (7 pairs), bad input" {
   local pairs=() name pair rest want src dest p
   while read -r name pair rest; do pairs+=("$pair"); done <<<"$BRIDGE_PAIRS"
-  torch_run 8 "$BRIDGE_GRIDS" check_bridge.py colocated "${pairs[@]}" bad=audio:vision
+  # HCG_FANIN=8: 2 members a store, so every group of 3 or more, the
+  # default group too, meets through its slices' heads (rank 7 through 6
+  # and 4 to rank 0), under PMIx; without it, at rank 0's store.
+  HCG_FANIN=8 torch_run 8 "$BRIDGE_GRIDS" check_bridge.py colocated "${pairs[@]}" bad=audio:vision
   [ "$status" -eq 0 ] || { show; false; }
   if outs | grep -q '^bad'; then show; false; fi
   # Every rank is in all five grids: their groups, every field, first.
   [ "$(outs | grep -c '^ok [0-9]* groups fields=')" -eq 8 ] || { show; false; }
+  if [ "${#RDV[@]}" -gt 0 ] && [ "${RDV[0]}" = --mpi=pmix ]; then
+    # The heads' stores forwarded the groups' keys to their leaders'.
+    echo "# relays (rank forwarded links proven): $(outs | awk '$1 == "relayed" { printf "%s %s %s %s; ", $2, $3, $4, $5 }')" >&3
+    [ "$(outs | awk '$1 == "relayed" { sub("forwarded=", "", $3); t += $3 } END { print t + 0 }')" -gt 0 ] || { show; false; }
+  fi
   bridge_bad_input || { show; false; }
   while read -r name pair rest; do
     src=${pair%%:*} dest=${pair#*:} p="${pair%%:*}>${pair#*:}"

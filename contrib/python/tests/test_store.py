@@ -746,7 +746,7 @@ class StoreUnderLoad(unittest.TestCase):
                      good.replace(SECRET.hex().encode(), b"00"),  # a short secret
                      good.replace(b"127.0.0.1", b"127.0.0.1\x0b"),
                      good.rstrip(b"\n")):  # no end of line
-            out = subprocess.run([sys.executable, "-I", "-S", script], input=line,
+            out = subprocess.run([sys.executable, "-I", "-S", "-B", script], input=line,
                                  stdout=subprocess.PIPE, timeout=30).stdout
             self.assertTrue(out.startswith(b"ERROR "), (line, out))
 
@@ -777,6 +777,171 @@ class GroupsOnTheJobStore(unittest.TestCase):
 
 
 @unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
+class Relays(unittest.TestCase):
+    """A store that forwards a prefix's keys up a chain of stores to a
+    group leader's (hcg/torch/_store_relay.py), on the real servers with
+    proven connections; no torch needed."""
+
+    def setUp(self) -> None:
+        from hcg.torch import _store_server as proto, store
+
+        self.proto, self.store = proto, store
+        self.servers: List[Any] = []
+
+    def tearDown(self) -> None:
+        for server in self.servers:
+            server.close()
+
+    def server(self) -> Tuple[int, bytes]:
+        secret = os.urandom(16)
+        server = self.store.Server("127.0.0.1", secret)
+        self.servers.append(server)
+        return server.port, secret
+
+    def conn(self, where: Tuple[int, bytes]) -> socket.socket:
+        sock = self.store._connect("127.0.0.1", where[0], where[1], 10)
+        self.addCleanup(sock.close)
+        return sock
+
+    def hop(self, where: Tuple[int, bytes]) -> List[bytes]:
+        return [b"127.0.0.1", b"%d" % where[0], where[1]]
+
+    def stats(self, where: Tuple[int, bytes]) -> Dict[str, int]:
+        _, out = _request(self.conn(where), self.proto.STATS, [])
+        return {k: int(v) for k, v in (f.decode().split("=") for f in out)}
+
+    def test_a_slice_reads_and_writes_the_leaders_keys(self) -> None:
+        p = self.proto
+        lead, head = self.server(), self.server()
+        pre = b"hcg/g/0/0//"
+        a, b, c = self.conn(lead), self.conn(head), self.conn(head)
+        for m in (b, c):  # every member tells its head, the same chain
+            self.assertEqual(_request(m, p.RELAY, [pre] + self.hop(lead)), (p.OK, []))
+        self.assertEqual(_request(b, p.ADD, [pre + b"n", b"1"]), (p.OK, [b"1"]))
+        self.assertEqual(_request(a, p.ADD, [pre + b"n", b"1"]), (p.OK, [b"2"]))
+        self.assertEqual(_request(c, p.ADD, [pre + b"n", b"1"]), (p.OK, [b"3"]))
+        self.assertEqual(_request(c, p.CAS, [pre + b"go", b"", b"ok"]), (p.OK, [b"ok"]))
+        self.assertEqual(_request(a, p.GET, [b"1000", pre + b"go"]), (p.OK, [b"ok"]))
+        # Keys under no relayed prefix stay the head's own.
+        self.assertEqual(_request(b, p.SET, [b"mine", b"x"]), (p.OK, []))
+        self.assertEqual(_request(a, p.CHECK, [b"mine"]), (p.OK, [b"0"]))
+        self.assertEqual(_request(b, p.CHECK, [pre + b"n", b"mine"])[0], p.ERROR)
+        # Waits for the same key at once go up once, and all are answered.
+        got: Dict[str, Any] = {}
+        waiters = [threading.Thread(target=lambda m=m, n=n: got.__setitem__(
+            n, _request(m, p.GET, [b"5000", pre + b"id"]))) for n, m in (("b", b), ("c", c))]
+        for t in waiters:
+            t.start()
+        time.sleep(0.3)
+        _request(a, p.SET, [pre + b"id", b"ID"])
+        for t in waiters:
+            t.join()
+        self.assertEqual(got, {"b": (p.OK, [b"ID"]), "c": (p.OK, [b"ID"])})
+        st = self.stats(head)
+        self.assertEqual((st["relayed"], st["links"]), (1, 1))
+        self.assertEqual(st["forwarded"] - st["upstream"], 1, st)
+        # A wait that times out up there times out here.
+        self.assertEqual(_request(b, p.GET, [b"100", pre + b"never"]), (p.TIMEOUT, []))
+
+    def test_a_chain_of_heads(self) -> None:
+        p = self.proto
+        lead, mid, low = self.server(), self.server(), self.server()
+        pre = b"hcg/g/0/0//"
+        m = self.conn(low)
+        self.assertEqual(_request(m, p.RELAY, [pre] + self.hop(mid) + self.hop(lead)),
+                         (p.OK, []))
+        self.assertEqual(_request(m, p.SET, [pre + b"k", b"v"]), (p.OK, []))
+        self.assertEqual(_request(self.conn(lead), p.GET, [b"1000", pre + b"k"]),
+                         (p.OK, [b"v"]))
+        self.assertEqual(self.stats(mid)["relayed"], 1)
+        self.assertEqual(self.stats(mid)["keys"], 0)  # held at the leader's only
+
+    def test_what_goes_wrong_up_the_chain_is_said(self) -> None:
+        p = self.proto
+        lead, head = self.server(), self.server()
+        pre = b"hcg/g/0/0//"
+        m = self.conn(head)
+        # A secret that is not the leader's store's: refused, and said.
+        _request(m, p.RELAY, [pre, b"127.0.0.1", b"%d" % lead[0], os.urandom(16)])
+        status, out = _request(m, p.ADD, [pre + b"n", b"1"])
+        self.assertEqual(status, p.ERROR)
+        self.assertIn(b"could not relay to the store at 127.0.0.1:%d" % lead[0], out[0])
+        self.assertIn(b"refused this store's proof", out[0])
+        # The leader's store gone while a member waits: told at once.
+        pre2 = b"hcg/h/0/0//"
+        _request(m, p.RELAY, [pre2] + self.hop(lead))
+        _request(m, p.ADD, [pre2 + b"n", b"1"])
+        got: Dict[str, Any] = {}
+        t = threading.Thread(target=lambda: got.__setitem__(
+            "w", _request(m, p.GET, [b"30000", pre2 + b"never"])))
+        start = time.monotonic()
+        t.start()
+        time.sleep(0.3)
+        self.servers[0].close()
+        t.join()
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertEqual(got["w"][0], p.ERROR)
+        self.assertIn(b"it closed the link", got["w"][1][0])
+
+    def test_bad_relays_are_refused(self) -> None:
+        p = self.proto
+        lead, head = self.server(), self.server()
+        m = self.conn(head)
+        good = self.hop(lead)
+        for fields, why in (
+                ([b"no-slash"] + good, b"ends with '/'"),
+                ([b"a/", b"127.0.0.1", b"0", lead[1]], b"store 1 of the chain"),
+                ([b"a/", b"127.0.0.1", b"99999", lead[1]], b"store 1 of the chain"),
+                ([b"a/", b"not a host", b"1", lead[1]], b"store 1 of the chain"),
+                ([b"a/", b"127.0.0.1", b"1", b"short"], b"store 1 of the chain"),
+                ([b"a/"] + good * 33, b"at most 32"),
+                ([b"a/", b"127.0.0.1"], b"HOST PORT SECRET")):
+            status, out = _request(m, p.RELAY, fields)
+            self.assertEqual(status, p.ERROR, fields)
+            self.assertIn(why, out[0])
+        self.assertEqual(_request(m, p.RELAY, [b"a/b/"] + good), (p.OK, []))
+        status, out = _request(m, p.RELAY, [b"a/"] + good)
+        self.assertIn(b"overlaps", out[0])
+        status, out = _request(m, p.RELAY, [b"a/b/", b"127.0.0.1", b"1", lead[1]])
+        self.assertIn(b"relayed to another store already", out[0])
+
+    def test_tagged_requests_answer_out_of_order(self) -> None:
+        p = self.proto
+        m = self.conn(self.server())
+        m.sendall(p.frame(p.TAGGED, [b"w", bytes([p.GET]), b"5000", b"k"]) +
+                  p.frame(p.TAGGED, [b"s", bytes([p.SET]), b"k", b"v"]))
+        # The set is answered first, then the wait it woke.
+        self.assertEqual(_reply(m), (p.OK, [b"s"]))
+        self.assertEqual(_reply(m), (p.OK, [b"w", b"v"]))
+        # A tag inside a tag is no request of this protocol.
+        m.sendall(p.frame(p.TAGGED, [b"x", bytes([p.TAGGED]), b"y", bytes([p.NUM])]))
+        self.assertEqual(m.recv(10), b"")
+
+
+class SlicePaths(unittest.TestCase):
+    """hcg.torch._places.path: no store serves more than a slice of a
+    group, nor more than a slice of links."""
+
+    def test_no_store_serves_more_than_the_fanin(self) -> None:
+        from hcg.torch import _places
+
+        for k, fanin in ((1, 8), (2, 8), (3, 16), (100, 64), (1000, 64), (5000, 512),
+                         (102400, 512), (102400, 256)):
+            size = _places.slice_for(k, fanin)
+            members = list(range(7, 7 + 2 * k, 2))
+            conns: Dict[int, int] = {}
+            for m in members:
+                route = _places.path(members, m, size)
+                self.assertEqual(route[-1], members[0])
+                host = route[0]
+                conns[host] = conns.get(host, 0) + _places.MEMBER_CLIENTS
+                if host == m and len(route) > 1:  # a head: its link up
+                    conns[route[1]] = conns.get(route[1], 0) + 1
+            self.assertLessEqual(max(conns.values()), fanin, (k, fanin, size))
+            if k * _places.MEMBER_CLIENTS <= fanin:
+                self.assertEqual(list(conns), [members[0]])
+
+
 class GroupsAtTheirLeaders(unittest.TestCase):
     """As under PMIx: every rank opens a store of its own, and each group
     meets at its first member's (hcg.torch._places)."""
@@ -805,6 +970,37 @@ class GroupsAtTheirLeaders(unittest.TestCase):
 
     def test_member_that_fails_tells_the_others(self) -> None:
         check_peer_fails(self, run_job("peer_fails", 4, places=True))
+
+    def test_groups_of_more_than_a_slice_meet_through_its_heads(self) -> None:
+        # HCG_FANIN=8: 2 members at a store (8 connections over 4 building
+        # threads each), so every group of 3 or more meets through relays,
+        # the world's 2 deep.
+        from hcg.torch import _places
+
+        results = run_job("places_load", 8, self.LAYOUT, places=True, fanin=8)
+        layout = hcg.Layout(self.LAYOUT, 8)
+        groups = {}
+        for r in range(8):
+            for grid in layout.grids_of_rank(r):
+                for g in layout.collection(grid, r).values():
+                    if g is not None:
+                        groups[(g.key, tuple(g.members))] = g.members
+        clients: Dict[int, int] = {}
+        for members in groups.values():
+            for m in members:
+                route = _places.path(members, m, _places.group_slice(len(members), 8))
+                clients[route[0]] = clients.get(route[0], 0) + 1
+                if route[0] == m and len(route) > 1:
+                    clients[route[1]] = clients.get(route[1], 0) + 1  # its link
+        for rank, res in enumerate(results):
+            self.assertEqual(res.get("bad"), [], "rank %d: %s" % (rank, res))
+            if rank:  # rank 0's store is also the test's job store
+                # At most one connection per building thread and client.
+                self.assertLessEqual(res["proven"], 4 * clients.get(rank, 0), res)
+        self.assertGreater(sum(r["forwarded"] for r in results), 0)
+
+    def test_member_that_fails_tells_the_others_through_relays(self) -> None:
+        check_peer_fails(self, run_job("peer_fails", 4, places=True, fanin=4))
 
 
 if __name__ == "__main__":

@@ -227,6 +227,16 @@ def main():
     # Rank 0 hosts the store: it must not leave while a peer still
     # connects a group through it (seen on torch 2.11).
     dist.barrier()
+    from hcg.torch._base import STATE
+
+    own = STATE.places.rank(task.rank, "this rank's")
+    if own.rank == task.rank and own.secret is not None:  # under PMIx
+        from hcg.torch import store as jobstore
+
+        st = jobstore.stats(own.host, own.port, own.secret, task.rank)
+        print("relayed %d forwarded=%d links=%d proven=%d" % (
+            task.rank, st["forwarded"], st["links"], st["proven"]), flush=True)
+    dist.barrier()
     dist.destroy_process_group()
 
 

@@ -1,4 +1,6 @@
-"""Where a group's members meet: the store of the group's first member.
+"""Where a group's members meet: the store of the group's first member,
+through the stores of its slices' heads when it has more members than one
+store should serve.
 
 Under ``srun --mpi=pmix``, every rank opens a job store of its own in
 init() (hcg.torch.store: its own port and 128-bit secret) and publishes
@@ -12,6 +14,17 @@ A rank that could not open its store publishes its failure instead,
 ``!hcg-failed CODE MESSAGE``: the members of its groups raise a
 :class:`hcg.PeerError` naming it at once.
 
+A group whose members would hold more than its share of F connections
+to one store (F: libhcg's fan-in, ``HCG_FANIN``, default 512; a group's
+share F / GROUP_SHARE; a member holds up to MEMBER_CLIENTS) meets in
+slices (:func:`group_slice`), as libhcg's exchange does: a member connects
+to its slice's head's store, which forwards the group's keys to the
+leader's (hcg.torch._store_relay), the heads themselves in slices again
+where there are more of them than a slice. So no store serves more than
+a group's share of F for it, its slice's connections and the links of
+the heads below it; the leader's holds the group's keys alone, and every
+member reads and writes the same ones.
+
 Without PMIx (MASTER_ADDR and MASTER_PORT, torch's TCPStore) or with a
 store the caller made, every group meets at that one store
 (:class:`OneStore`): the small-job path.
@@ -19,8 +32,9 @@ store the caller made, every group meets at that one store
 
 from __future__ import annotations
 
+import os
 import threading
-from typing import Callable, Dict, NamedTuple, Optional, Sequence, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Union
 
 from ..errors import HcgRuntimeError, PeerError, Status, status_name
 
@@ -32,6 +46,76 @@ FAILED = "!hcg-failed "
 PUBLISH_BYTES = 2048
 #: Bytes of the secret.
 SECRET_BYTES = 16
+#: Connections a member holds to one store at most: one per thread that
+#: builds its groups (hcg.torch.groups.MAX_THREADS is this).
+MEMBER_CLIENTS = 4
+#: libhcg's fan-in when HCG_FANIN is not set (HCGRT_DEFAULT_FANIN).
+DEFAULT_FANIN = 512
+#: A store hosts a slice of each group its rank leads or heads a slice of
+#: (a dozen or two), and their members differ: each group's slice gets
+#: 1/GROUP_SHARE of F. `make bench-scale` counts what that leaves the
+#: busiest store of a 5-dim grid with an expert view: 238 connections at
+#: 1,024 ranks, 339 at 102,400 (F = 512), where F a group let it serve
+#: 602 to 1,103.
+GROUP_SHARE = 4
+
+
+def fanin() -> int:
+    """libhcg's fan-in: HCG_FANIN (which libhcg has checked by the time
+    init() publishes), else DEFAULT_FANIN."""
+    text = os.environ.get("HCG_FANIN", "")
+    return int(text) if text.isdigit() and 2 <= int(text) <= 1 << 31 else DEFAULT_FANIN
+
+
+def depth(size: int, slice_: int) -> int:
+    """The levels of slices over a group of ``size`` members, ``slice_``
+    at a time (0: it meets at one store)."""
+    levels = 0
+    while size > slice_:
+        size = -(-size // slice_)
+        levels += 1
+    return levels
+
+
+def slice_for(size: int, fanin_: int) -> int:
+    """How many members of a group of ``size`` meet at one store, so that
+    no store serves more than ``fanin_`` connections for it: all of them
+    when each holding MEMBER_CLIENTS fits, else the largest slice whose
+    members' connections plus the links of the heads below (one per head,
+    at most slice - 1 a level) fit, at least 2."""
+    if size * MEMBER_CLIENTS <= fanin_:
+        return size
+    best = 2
+    for s in range(2, fanin_ // MEMBER_CLIENTS + 1):
+        if s * MEMBER_CLIENTS + (s - 1) * depth(size, s) <= fanin_:
+            best = s
+    return best
+
+
+def group_slice(size: int, fanin_: int) -> int:
+    """The slice of a group of ``size`` members when the fan-in is
+    ``fanin_``: :func:`slice_for` with the group's share of it."""
+    return slice_for(size, max(1, fanin_ // GROUP_SHARE))
+
+
+def path(members: Sequence[int], rank: int, size: int) -> List[int]:
+    """The ranks whose stores ``rank``'s requests for the group of
+    ``members`` go through: the head of its slice of ``size``, the head of
+    that head's slice among the heads, and so on, the group's first member
+    last (just it for a group of at most ``size``). Where ``rank`` heads a
+    slice, the path starts with itself."""
+    pos = members.index(rank)
+    level = members
+    out: List[int] = []
+    while len(level) > size:
+        head = level[(pos // size) * size]
+        if not out or out[-1] != head:
+            out.append(head)
+        level = level[::size]
+        pos //= size
+    if not out or out[-1] != level[0]:
+        out.append(level[0])
+    return out
 
 
 class Place(NamedTuple):
@@ -92,9 +176,13 @@ class Places:
     published (libhcg's hcg_ctx_fetch; a test may read them elsewhere)."""
 
     def __init__(self, fetch: Callable[[int], bytes],
-                 close: Optional[Callable[[], None]] = None) -> None:
+                 close: Optional[Callable[[], None]] = None,
+                 fanin_: Optional[int] = None) -> None:
         self._fetch = fetch
         self._close = close
+        #: libhcg's fan-in: a group's share of it is what one store serves
+        #: for it at most (group_slice)
+        self.fanin = fanin() if fanin_ is None else fanin_
         self._known: Dict[int, Place] = {}
         self._failed: Dict[int, BaseException] = {}
         self._lock = threading.Lock()
@@ -102,6 +190,13 @@ class Places:
     def of(self, members: Sequence[int], what: str) -> Place:
         """Where the group of ``members`` meets: its first member's store."""
         return self.rank(members[0], what)
+
+    def route(self, members: Sequence[int], rank: int, what: str) -> List[Place]:
+        """The stores ``rank`` meets the group of ``members`` through (see
+        :func:`path`): the first is the one it connects to, the others the
+        chain that store forwards the group's keys along."""
+        size = group_slice(len(members), self.fanin)
+        return [self.rank(r, what) for r in path(members, rank, size)]
 
     def rank(self, rank: int, what: str) -> Place:
         """Rank ``rank``'s store. Raises as :func:`decode`, or what the
@@ -138,6 +233,10 @@ class OneStore:
 
     def rank(self, rank: int, what: str) -> Place:  # pylint: disable=unused-argument
         return self.place
+
+    def route(self, members: Sequence[int], rank: int,  # pylint: disable=unused-argument
+              what: str) -> List[Place]:
+        return [self.place]
 
     def close(self) -> None:
         pass

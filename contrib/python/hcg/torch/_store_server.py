@@ -35,7 +35,11 @@ Then a request is a frame, a 4-byte big-endian length and a body: an
 operation byte and fields, each a 4-byte length and its bytes; an answer
 is a status byte and fields, in a frame. A request that waits for keys is
 parked until they all exist or its deadline passes, and answered either
-way.
+way. A request may come tagged (``TAGGED``: a tag, the operation, its
+fields): its answer starts with the tag and may come before those of
+earlier requests, so that a tagged wait holds nothing up. ``RELAY`` makes
+the store forward the requests on a prefix's keys to another store
+(_store_relay.py: how a large group meets through its slices' heads).
 
 Bounds. Everything a connection can make the server hold is bounded
 (the constants below say by how much, and why), and one connection's
@@ -59,6 +63,19 @@ import struct
 import sys
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set, Tuple
+
+try:
+    from . import _store_relay
+except ImportError:  # run as a script (python3 -I -S _store_server.py): its
+    # sibling by its path, sys.path left as -I made it (the standard library)
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location(
+        "_store_relay", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                     "_store_relay.py"))
+    assert _spec is not None and _spec.loader is not None
+    _store_relay = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_store_relay)
 
 HELLO = b"HCGS"
 ANSWER = b"HCGC"
@@ -141,6 +158,12 @@ POLL_PARENT_S = 1.0
 READ_CHUNK = 1 << 16
 #: Unexpected failures written to standard error (rank 0's), at most.
 MAX_REPORTS = 20
+#: Longest tag of a TAGGED request (a relay's are 8 bytes).
+MAX_TAG = 16
+#: Tagged waits one connection may have parked at once: a relay's link
+#: carries the waits of the members it serves (a slice, at most libhcg's
+#: fan-in), each of which waits for one request at a time.
+MAX_TAGGED = 4096
 
 # Operations: the fields they take -> what they answer.
 SET = 1  # key, value -> ()
@@ -155,6 +178,13 @@ APPEND = 9  # key, value -> ()
 MGET = 10  # deadline_ms, keys... -> values (waits)
 MSET = 11  # key, value, key, value... -> ()
 STATS = 12  # () -> b"name=number" fields: what the server holds (tests)
+# tag, op, op's fields... -> tag, the op's answer. The answer may come out
+# of order: a tagged wait holds nothing up (a relay's link, below).
+TAGGED = 13
+# prefix, then HOST PORT SECRET of each store up to the leader's -> ():
+# from now on this store forwards every request on keys under prefix to
+# the first of them (see _store_relay.py).
+RELAY = 14
 # Statuses.
 OK, TIMEOUT, ERROR = 0, 1, 2
 
@@ -275,7 +305,7 @@ class _Conn:
     """One connection the server holds."""
 
     __slots__ = ("sock", "inbuf", "outbuf", "mask", "proven", "nonce", "born",
-                 "parked", "parks", "answers", "queued")
+                 "blocked", "waits", "answers", "queued")
 
     def __init__(self, sock: socket.socket, now: float) -> None:
         self.sock = sock
@@ -285,14 +315,27 @@ class _Conn:
         self.proven = False
         self.nonce = os.urandom(NONCE)
         self.born = now
-        # The request waiting for keys: (op, keys).
-        self.parked: Optional[Tuple[int, List[bytes]]] = None
-        self.parks = 0  # requests parked so far: tells a stale deadline
+        # The untagged request it awaits the answer of (a _Wait, or a
+        # request forwarded to a relay's upstream): its client sends
+        # nothing more before that answer, and nothing more is served.
+        self.blocked: Optional[object] = None
+        self.waits: Set["_Wait"] = set()  # its parked waits, tagged or not
         self.answers = 0  # answers sent so far: tells one already answered
         self.queued = False  # in the loop's work queue
 
 
-Entry = Tuple[float, int, _Conn, int]
+class _Wait:
+    """A request parked until its keys all exist or its deadline passes."""
+
+    __slots__ = ("conn", "tag", "op", "keys", "active")
+
+    def __init__(self, conn: _Conn, tag: Optional[bytes], op: int,
+                 keys: List[bytes]) -> None:
+        self.conn, self.tag, self.op, self.keys = conn, tag, op, keys
+        self.active = True
+
+
+Entry = Tuple[float, int, _Wait]
 
 
 class Loop:
@@ -313,11 +356,11 @@ class Loop:
         self.max_stored = max_stored
         self.data: Dict[bytes, bytes] = {}
         self.stored = 0  # what data costs (see _cost)
-        self.waiting: Dict[bytes, Set[_Conn]] = {}
+        self.waiting: Dict[bytes, Set[_Wait]] = {}
         self.conns: Set[_Conn] = set()
         # Unproven connections, oldest first: whom to shed, whom to expire.
         self.fresh: "collections.OrderedDict[_Conn, None]" = collections.OrderedDict()
-        # Parked waits' deadlines: (deadline, sequence, conn, parks). A wait
+        # Parked waits' deadlines: (deadline, sequence, wait). A wait
         # answered early leaves its entry behind (a heap cannot remove one
         # cheaply): it is skipped when it comes up, and the heap is rebuilt
         # without such entries when they outnumber the live ones.
@@ -337,6 +380,9 @@ class Loop:
         # (what it served, for the tests and benchmarks of its load).
         self.proven = 0
         self.requests = 0
+        # The tag of the request being handled (TAGGED), for its answer.
+        self.tag: Optional[bytes] = None
+        self.relays = _store_relay.Relays(self, sys.modules[__name__])
         self.sel = selectors.DefaultSelector()
         listener.setblocking(False)
         self.sel.register(listener, selectors.EVENT_READ, "accept")
@@ -359,10 +405,13 @@ class Loop:
                             return  # rank 0 closed the store, or died
                     elif key.data == "parent":
                         return  # rank 0 died (a child of it may hold the pipe)
+                    elif isinstance(key.data, _store_relay.Link):
+                        self.relays.event(key.data, mask)
                     else:
                         self._guard(self._event, key.data, mask)
                 self._drain()
                 self._expire(time.monotonic())
+                self.relays.retry(time.monotonic())
                 self._drain()
                 if self.parent_fd is None and self.parent and os.getppid() != self.parent:
                     return  # rank 0 died: this process has another parent now
@@ -370,6 +419,7 @@ class Loop:
         finally:
             for conn in list(self.conns):
                 self._drop(conn)
+            self.relays.close()
             self.sel.close()
             self.listener.close()
 
@@ -381,6 +431,7 @@ class Loop:
         wake = now + (POLL_PARENT_S if self.parent_fd is None else MAX_SLEEP_S)
         if self.dues:
             wake = min(wake, self.dues[0][0])
+        wake = min(wake, self.relays.next_retry())
         if self.fresh:
             born = next(iter(self.fresh)).born
             wake = min(wake, born + self.handshake_s)
@@ -516,7 +567,9 @@ class Loop:
             return
         self.conns.discard(conn)
         self.fresh.pop(conn, None)
-        self._unpark(conn)
+        for wait in list(conn.waits):
+            self._unpark(wait)
+        conn.blocked = None
         if conn.mask:
             try:
                 self.sel.unregister(conn.sock)
@@ -549,7 +602,7 @@ class Loop:
             return
         del conn.outbuf[:sent]
         self.dirty.add(conn)
-        if len(conn.outbuf) <= MAX_BUFFERED_OUT and conn.parked is None:
+        if len(conn.outbuf) <= MAX_BUFFERED_OUT and conn.blocked is None:
             self._later(conn)  # requests held back while it did not read
 
     def _read(self, conn: _Conn) -> None:
@@ -598,7 +651,7 @@ class Loop:
         """Handles the whole requests in the connection's buffer, up to one
         that waits (its client sends nothing more before the answer), or
         until its peer has too much to read."""
-        while conn in self.conns and conn.proven and conn.parked is None \
+        while conn in self.conns and conn.proven and conn.blocked is None \
                 and len(conn.outbuf) <= MAX_BUFFERED_OUT and len(conn.inbuf) >= 4:
             (n,) = struct.unpack_from(">I", conn.inbuf, 0)
             if n == 0 or n > MAX_REQUEST:
@@ -613,8 +666,15 @@ class Loop:
             self.dirty.add(conn)
             self.requests += 1
             answered = conn.answers
+            self.tag = None
             try:
                 op, f = fields(body)
+                if op == TAGGED:
+                    if len(f) < 2 or not 0 < len(f[0]) <= MAX_TAG or len(f[1]) != 1 \
+                            or f[1][0] == TAGGED:
+                        raise _NotProtocol("a tagged request that is not one")
+                    self.tag = f[0]
+                    op, f = f[1][0], f[2:]
                 self._handle(conn, op, f)
             except (ValueError, IndexError, _NotProtocol):
                 self._drop(conn)  # not this protocol: a client's bug
@@ -624,14 +684,28 @@ class Loop:
                 # is told (or closed, when it was answered already, or
                 # waits), the store goes on.
                 self._report(exc)
-                if conn.answers != answered or conn.parked is not None:
+                if conn.answers != answered or conn.blocked is not None:
                     self._drop(conn)
                     return
                 self._answer(conn, ERROR, [b"the store failed to serve this request "
                                            b"(%s)" % type(exc).__name__.encode()])
+            finally:
+                self.tag = None
 
     def _handle(self, conn: _Conn, op: int, f: List[bytes]) -> None:
         data = self.data
+        if op == RELAY:
+            self.relays.register(conn, f)
+            return
+        if self.relays.prefixes:
+            keys = _keys_of(op, f)
+            if keys:
+                if not _well_formed(op, f):
+                    # Never up a link: the store there would close it, and
+                    # with it every other member's requests on it.
+                    raise _NotProtocol("a request of the wrong fields")
+                if self.relays.forward(conn, self.tag, op, f, keys):
+                    return  # keys of the leader's store: its answer will come
         if op == SET and len(f) == 2:
             if self._room(conn, [(f[0], f[1])]):
                 self._put(f[0], f[1])
@@ -725,6 +799,8 @@ class Loop:
         return [b"%s=%d" % (name.encode(), value) for name, value in (
             ("connections", len(self.conns)), ("unproven", len(self.fresh)),
             ("parked", self.nparked), ("deadlines", len(self.dues)),
+            ("relayed", len(self.relays.prefixes)), ("links", len(self.relays.links)),
+            ("forwarded", self.relays.forwarded), ("upstream", self.relays.upstream),
             ("keys", len(self.data)), ("stored", self.stored),
             ("max_stored", self.max_stored),
             ("buffered_in", sum(len(c.inbuf) for c in self.conns)),
@@ -733,81 +809,98 @@ class Loop:
             ("proven", self.proven), ("requests", self.requests))]
 
     def _answer(self, conn: _Conn, status: int, out: Sequence[bytes]) -> None:
-        conn.answers += 1
-        self._send(conn, frame(status, out))
+        """Answers the request being handled (with its tag, if it has one)."""
+        self.reply(conn, self.tag, status, out)
 
-    def _answer_wait(self, conn: _Conn, op: int, keys: List[bytes]) -> None:
+    def reply(self, conn: _Conn, tag: Optional[bytes], status: int,
+              out: Sequence[bytes]) -> None:
+        """Answers a request of conn: a tagged one with its tag first."""
+        conn.answers += 1
+        self._send(conn, frame(status, out if tag is None else [tag] + list(out)))
+
+    def unblock(self, conn: _Conn) -> None:
+        """conn's untagged request was answered: serve what follows it."""
+        conn.blocked = None
+        self._later(conn)
+
+    def _answer_wait(self, wait: _Wait) -> None:
         """Answers a wait whose keys all exist."""
+        conn, op, keys = wait.conn, wait.op, wait.keys
         if op == WAIT:
-            self._answer(conn, OK, [])
+            self.reply(conn, wait.tag, OK, [])
             return
         values = [self.data[k] for k in keys]
         size = 1 + sum(4 + len(v) for v in values)
         if size > MAX_ANSWER:
-            self._answer(conn, ERROR, [b"an answer of %d bytes: the store sends at "
-                                       b"most %d (MAX_ANSWER); get fewer keys at once"
-                                       % (size, MAX_ANSWER)])
+            self.reply(conn, wait.tag, ERROR, [
+                b"an answer of %d bytes: the store sends at most %d (MAX_ANSWER); "
+                b"get fewer keys at once" % (size, MAX_ANSWER)])
         else:
-            self._answer(conn, OK, values)
+            self.reply(conn, wait.tag, OK, values)
 
     def _park(self, conn: _Conn, op: int, keys: List[bytes], deadline: float) -> None:
+        wait = _Wait(conn, self.tag, op, keys)
         if all(k in self.data for k in keys):
-            self._answer_wait(conn, op, keys)
+            self._answer_wait(wait)
             return
-        conn.parked = (op, keys)
-        conn.parks += 1
+        if wait.tag is not None and len(conn.waits) >= MAX_TAGGED:
+            self._answer(conn, ERROR, [b"%d tagged waits at once on one connection: "
+                                       b"the store parks at most %d (MAX_TAGGED)"
+                                       % (len(conn.waits), MAX_TAGGED)])
+            return
+        if wait.tag is None:
+            conn.blocked = wait
+        conn.waits.add(wait)
         self.nparked += 1
         for k in keys:
             if k not in self.data:
-                self.waiting.setdefault(k, set()).add(conn)
+                self.waiting.setdefault(k, set()).add(wait)
         self.seq += 1
-        heapq.heappush(self.dues, (deadline, self.seq, conn, conn.parks))
+        heapq.heappush(self.dues, (deadline, self.seq, wait))
         if len(self.dues) > 2 * self.nparked + 64:
-            self.dues = [e for e in self.dues if self._live(e)]
+            self.dues = [e for e in self.dues if e[2].active]
             heapq.heapify(self.dues)
 
-    def _live(self, entry: Entry) -> bool:
-        conn = entry[2]
-        return conn in self.conns and conn.parked is not None and conn.parks == entry[3]
-
-    def _unpark(self, conn: _Conn) -> None:
-        if conn.parked is None:
+    def _unpark(self, wait: _Wait) -> None:
+        if not wait.active:
             return
-        for k in conn.parked[1]:
+        wait.active = False
+        for k in wait.keys:
             waiters = self.waiting.get(k)
             if waiters is not None:
-                waiters.discard(conn)
+                waiters.discard(wait)
                 if not waiters:
                     del self.waiting[k]
-        conn.parked = None
+        wait.conn.waits.discard(wait)
+        if wait.conn.blocked is wait:
+            wait.conn.blocked = None
         self.nparked -= 1
 
-    def _wake(self, conn: _Conn) -> None:
-        """Answers conn's parked wait if its keys all exist now; its next
-        requests are served from the loop (see ``work``)."""
-        if conn.parked is None:
+    def _wake(self, conn: _Conn, wait: _Wait) -> None:
+        """Answers a parked wait if its keys all exist now; its connection's
+        next requests are served from the loop (see ``work``)."""
+        if not wait.active:
             return
-        op, keys = conn.parked
-        if all(k in self.data for k in keys):
-            self._unpark(conn)
-            self._answer_wait(conn, op, keys)
+        if all(k in self.data for k in wait.keys):
+            self._unpark(wait)
+            self._answer_wait(wait)
             self._later(conn)
 
     def _changed(self, keys: Sequence[bytes]) -> None:
         for k in keys:
-            for conn in list(self.waiting.get(k, ())):
-                self._guard(self._wake, conn)
+            for wait in list(self.waiting.get(k, ())):
+                self._guard(self._wake, wait.conn, wait)
 
-    def _timeout(self, conn: _Conn) -> None:
-        self._unpark(conn)
-        self._answer(conn, TIMEOUT, [])
+    def _timeout(self, conn: _Conn, wait: _Wait) -> None:
+        self._unpark(wait)
+        self.reply(conn, wait.tag, TIMEOUT, [])
         self._later(conn)
 
     def _expire(self, now: float) -> None:
         while self.dues and self.dues[0][0] <= now:
-            entry = heapq.heappop(self.dues)
-            if self._live(entry):
-                self._guard(self._timeout, entry[2])
+            wait = heapq.heappop(self.dues)[2]
+            if wait.active and wait.conn in self.conns:
+                self._guard(self._timeout, wait.conn, wait)
         while self.fresh:
             conn = next(iter(self.fresh))
             if conn.born + self.handshake_s > now:
@@ -815,6 +908,37 @@ class Loop:
             self._guard(self._read, conn)  # an answer that came meanwhile
             if conn in self.fresh:
                 self._drop(conn)  # never proved itself
+
+
+def _well_formed(op: int, f: List[bytes]) -> bool:
+    """Whether a request has the fields its operation takes (as _handle
+    reads them)."""
+    if op in (SET, ADD, APPEND):
+        return len(f) == 2
+    if op == GET:
+        return len(f) == 2
+    if op in (WAIT, MGET):
+        return len(f) >= 2
+    if op == CAS:
+        return len(f) == 3
+    if op == DELETE:
+        return len(f) == 1
+    if op == MSET:
+        return len(f) % 2 == 0
+    return op == CHECK
+
+
+def _keys_of(op: int, f: List[bytes]) -> List[bytes]:
+    """The keys a request names (none for NUM and STATS)."""
+    if op in (SET, ADD, CAS, DELETE, APPEND):
+        return f[:1]
+    if op in (GET, WAIT, MGET):
+        return f[1:]
+    if op == CHECK:
+        return f
+    if op == MSET:
+        return f[0::2]
+    return []
 
 
 def _raise_nofile() -> None:

@@ -61,7 +61,7 @@ from ._base import (STATE, Dist, ProcessGroup, Store, dist, keep_backends,
 #: another 0.9-1.1 s. Every member connecting all its groups at once makes
 #: the whole job's connections contend; a few at a time keeps the overlap
 #: without the contention.
-MAX_THREADS = 4
+MAX_THREADS = _places.MEMBER_CLIENTS
 
 
 class GroupSpec(NamedTuple):
@@ -530,24 +530,49 @@ class _Build:
         self.finished: Dict[str, ProcessGroup] = {}
         self.failed = threading.Event()
         self.taken: List[Tuple[_places.Place, Store]] = []  # clients it took
+        self.routes: Dict[str, List[_places.Place]] = {}
 
-    def place(self, s: GroupSpec) -> Optional[_places.Place]:
-        """Where the group meets: its first member's store, the job's one
-        store, or None for torch's default store (init() was not hcg's).
-        Raises a PeerError when its first member could not open one."""
+    def route(self, s: GroupSpec) -> Optional[List[_places.Place]]:
+        """The stores this rank meets the group through (_places.path):
+        its first member's alone, or for a large group its slice's head's
+        first, the leader's last; the job's one store; or None for torch's
+        default store (init() was not hcg's). Raises a PeerError when one
+        of them could not open its store."""
         if self.places is None:
             return None
-        return self.places.of(s.members, describe(s))
+        with self.lock:
+            known = self.routes.get(s.key)
+        if known is None:
+            known = self.places.route(s.members, self.rank, describe(s))
+            with self.lock:
+                self.routes[s.key] = known
+        return known
+
+    def place(self, s: GroupSpec) -> Optional[_places.Place]:
+        """The store this rank connects to for the group (see route)."""
+        route = self.route(s)
+        return None if route is None else route[0]
 
     def hosts(self, s: GroupSpec) -> bool:
-        """Whether this rank hosts the store the group meets at (a store
-        of the job's one, torch's TCPStore, is rank 0's)."""
+        """Whether this rank hosts a store other members meet the group at:
+        the leader's, or a slice head's (a store of the job's one, torch's
+        TCPStore, is rank 0's)."""
         try:
             place = self.place(s)
         except HcgError:
             return False
         host = 0 if place is None or place.rank < 0 else place.rank
-        return host == self.rank
+        return host == self.rank and len(s.members) > 1
+
+    def at(self, s: GroupSpec, store: Store) -> Store:
+        """The group's keys on ``store``, a client of the store this rank
+        connects to: one that relays them up the route is told so first
+        (once per connection)."""
+        route = self.route(s)
+        prefix = self.prefixes[s.key]
+        if route is not None and len(route) > 1:
+            store.relay(prefix + "/", [(p.host, p.port, p.secret) for p in route[1:]])
+        return self.d.PrefixStore(prefix, store)
 
     def client(self, place: Optional[_places.Place]) -> Store:
         """This thread's client of the store at ``place`` (torch's default
@@ -579,9 +604,9 @@ class _Build:
         the thread's client may be unusable."""
         try:
             client = self._fresh_client(self.place(s))
-        except HcgError:
+            return None if client is None else self.at(s, client)
+        except Exception:  # pylint: disable=broad-except
             return None
-        return None if client is None else self.d.PrefixStore(self.prefixes[s.key], client)
 
     def report(self, exc: HcgError) -> None:
         """Tells the members of every group this rank has not finished
@@ -595,21 +620,23 @@ class _Build:
                 place = self.place(s)
             except HcgError:
                 continue  # its host has no store: its members know
-            prefix = self.prefixes[s.key]
             if place not in tried:
                 try:
                     store: Optional[Store] = self.client(place)
+                    if store is not None and _meet.report(self.at(s, store), self.rank,
+                                                          exc):
+                        tried[place] = store
+                        continue
                 except Exception:  # pylint: disable=broad-except
-                    store = None
-                if store is not None and _meet.report(
-                        self.d.PrefixStore(prefix, store), self.rank, exc):
-                    tried[place] = store
-                    continue
+                    pass
                 tried[place] = store = self._fresh_client(place)
             else:
                 store = tried[place]
             if store is not None:
-                _meet.report(self.d.PrefixStore(prefix, store), self.rank, exc)
+                try:
+                    _meet.report(self.at(s, store), self.rank, exc)
+                except Exception:  # pylint: disable=broad-except
+                    pass
 
     def one(self, s: GroupSpec) -> ProcessGroup:
         if self.failed.is_set():
@@ -619,7 +646,7 @@ class _Build:
         try:
             store = self.client(self.place(s))
             grank = s.members.index(self.rank)
-            _meet.meet(self.d.PrefixStore(prefix, store), grank, s.members,
+            _meet.meet(self.at(s, store), grank, s.members,
                        self.rank, time.monotonic() + t, what, t, leave=True)
             start = time.monotonic()
             try:
@@ -704,11 +731,10 @@ class _Build:
                                                          for s in left))
         for s in left:
             try:
-                store = self.client(self.place(s))
+                store = self.at(s, self.client(self.place(s)))
             except Exception:  # pylint: disable=broad-except
                 continue
-            _meet.outlast(self.d.PrefixStore(self.prefixes[s.key], store),
-                          len(s.members), deadline)
+            _meet.outlast(store, len(s.members), deadline)
 
     def _drop(self) -> None:
         """Destroys the groups this failed call made (the caller gets

@@ -30,7 +30,7 @@ import os
 import secrets
 import socket
 import time
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from .. import _lib
 from ..env import TaskEnv, from_environ, in_task
@@ -188,13 +188,15 @@ _REPORT_REACH = datetime.timedelta(seconds=15)
 
 
 def _client(host: str, port: int, world_size: int, timeout: datetime.timedelta,
-            problem: Optional[HcgError], secret: Optional[bytes] = None) -> Store:
-    """A client of rank 0's store (the job store when there is a
-    ``secret``, else a TCPStore). A rank with a ``problem`` only wants to
-    report it there: it tries for a short while, then raises the problem."""
+            problem: Optional[HcgError], secret: Optional[bytes] = None,
+            host_rank: int = 0) -> Store:
+    """A client of the store where this rank meets the default group (the
+    job store of rank ``host_rank`` when there is a ``secret``, else rank
+    0's TCPStore). A rank with a ``problem`` only wants to report it
+    there: it tries for a short while, then raises the problem."""
     wait = timeout if problem is None else min(timeout, _REPORT_REACH)
     try:
-        return jobstore.connect(host, port, secret, wait, world_size)
+        return jobstore.connect(host, port, secret, wait, world_size, host_rank)
     except HcgError:
         if problem is not None:
             raise problem from None
@@ -211,10 +213,12 @@ def _master_vars() -> Tuple[Optional[str], Optional[int]]:
 
 def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
            problem: Optional[HcgError], addr: Optional[str],
-           port: Optional[int]) -> Tuple[Store, str, int, Optional[bytes]]:
-    """A client of rank 0's store, where the default group meets, its
-    address and secret (None when MASTER_ADDR and MASTER_PORT name the
-    store: no publication). Every rank gets here, also one that already
+           port: Optional[int]) -> Tuple[Store, str, int, List[_places.Place]]:
+    """A client of the store this rank meets the default group at: rank
+    0's, or in a job of more ranks than one store serves its slice's head's
+    (hcg.torch._places); rank 0's address; and the stores from that head
+    up to rank 0's, that the head forwards the group's keys along (none
+    when MASTER_ADDR and MASTER_PORT name the store: no publication). Every rank gets here, also one that already
     failed (``problem``), so that the publication, a collective step,
     completes: a rank publishes its failure instead of an address, and
     every other rank raises a PeerError naming rank 0 at once when it was
@@ -229,10 +233,9 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
             if problem is not None:
                 raise problem
             _drop_server()
-            return (_server(addr, port, task.world_size, timeout), addr, port,
-                    None)
+            return (_server(addr, port, task.world_size, timeout), addr, port, [])
         return (_client(addr, port, task.world_size, timeout, problem),
-                addr, port, None)
+                addr, port, [])
     # Every rank opens its own store and publishes where it is (or why it
     # could not): a rank that failed already publishes its failure, so
     # that the publication, a collective step, completes and the members
@@ -270,14 +273,24 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
     if problem is not None and master:
         raise problem  # its own reason first
     try:
-        place = places.rank(0, "hcg.torch.init")
+        zero = places.rank(0, "hcg.torch.init")
     except HcgError:
         if problem is not None:
             raise problem from None  # rank 0 failed too: nowhere to say it
         raise
-    store = _client(place.host, place.port, task.world_size, timeout, problem,
-                    place.secret)
-    return store, place.host, place.port, place.secret
+    route = [zero]
+    if problem is None:
+        try:
+            route = places.route(range(task.world_size), task.rank, "hcg.torch.init")
+        except PeerError:
+            # A head on the way failed before it published: meet at rank
+            # 0's store itself, where that head says why (a rank that
+            # failed reports there too, not to its head's store).
+            route = [zero]
+    first = route[0]
+    store = _client(first.host, first.port, task.world_size, timeout, problem,
+                    first.secret, first.rank)
+    return store, zero.host, zero.port, route
 
 
 #: How many times this process reached the job's store in init(): part of
@@ -296,12 +309,13 @@ def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
         addr, port = os.environ.get("MASTER_ADDR") or None, None
         problem = problem or exc
     try:
-        store, host, port, secret = _store(task, t, deadline, problem, addr, port)
+        store, host, port, route = _store(task, t, deadline, problem, addr, port)
     except BaseException:
         _drop_server()
         raise
     try:
-        _default_group(d, task, backend, t, problem, store, host, port, deadline)
+        _default_group(d, task, backend, t, problem, store, host, port, route,
+                       deadline)
     except BaseException:
         _drop_server()  # rank 0: its store goes with its failed init()
         raise
@@ -311,13 +325,34 @@ def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
 
 def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
                    problem: Optional[HcgError], store: Store, host: str, port: int,
-                   deadline: float) -> None:
-    """The ranks' meeting at the store, then init_process_group."""
+                   route: List[_places.Place], deadline: float) -> None:
+    """The ranks' meeting at the store, then init_process_group. Where
+    ``route`` goes through slices' heads (_places.path), ``store`` is the
+    first one's, told first to forward the meeting's keys and torch's along
+    the rest of it to rank 0's."""
     global _inits
     what = ("the default process group (%d ranks, store %s:%d)"
             % (task.world_size, host, port))
-    meeting = d.PrefixStore("hcg/init/%d/" % _inits, store)
+    prefix = "hcg/init/%d/" % _inits
+    meeting = d.PrefixStore(prefix, store)
+    torch_store = store
     _inits += 1
+    # A head's store serves its slice: its own route starts with itself.
+    heads = len(route) > 1 and route[0].rank == task.rank
+    places = STATE.places
+    if isinstance(places, _places.Places) and \
+            _places.group_slice(task.world_size, places.fanin) < task.world_size:
+        # The group meets in slices: torch's keys under a prefix of their
+        # own, so that they are forwarded too; every rank takes the same
+        # one, those that meet at rank 0's store itself too.
+        torch_store = d.PrefixStore(prefix + "torch", store)
+    if len(route) > 1:
+        hops = [(p.host, p.port, p.secret) for p in route[1:]]
+        try:
+            store.relay(prefix + "/", hops)
+            store.relay(prefix + "torch/", hops)
+        except HcgError as exc:
+            problem = problem or exc
     try:
         if problem is not None:
             _meet.report(meeting, task.rank, problem, settle=True)
@@ -338,8 +373,9 @@ def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
             # Its own failure here (a timeout, a lost store, anything
             # else): the others, latecomers too, learn it at once.
             _meet.report(meeting, task.rank, err, settle=True)
-        if task.rank == 0:
-            # This rank hosts the store: the others read the failure there.
+        if task.rank == 0 or heads:
+            # This rank hosts the store (or a slice's way to it): the
+            # others read the failure there.
             _meet.linger(meeting, task.world_size, deadline)
         if isinstance(err, _meet.Cancelled):  # cannot happen: none reported
             raise HcgRuntimeError(Status.EIO, "%s: cancelled" % what) from None
@@ -349,7 +385,7 @@ def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
     seconds = t.total_seconds()
     start = time.monotonic()
     try:
-        d.init_process_group(backend, store=store, rank=task.rank,
+        d.init_process_group(backend, store=torch_store, rank=task.rank,
                              world_size=task.world_size, timeout=t)
     except Exception as exc:  # pylint: disable=broad-except
         err = _meet.formation_error(what, seconds, meeting, exc,

@@ -39,7 +39,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Any, Dict, List, Optional, Sequence, Tuple, Union, cast
+from typing import IO, Any, Dict, List, Optional, Sequence, Set, Tuple, Union, cast
 
 from ..errors import HcgError, HcgRuntimeError, HcgTimeoutError, HcgValueError, Status
 from . import _store_server as proto
@@ -206,9 +206,11 @@ class Server:
                               "_store_server.py")
         python = sys.executable or "python3"
         # -I -S: the standard library alone, whatever the task's
-        # PYTHONPATH holds. Its standard error is the task's.
+        # PYTHONPATH holds (and _store_relay.py, read by its path); -B: no
+        # __pycache__ written beside an installed hcg. Its standard error
+        # is the task's.
         try:
-            self._proc = subprocess.Popen([python, "-I", "-S", script],
+            self._proc = subprocess.Popen([python, "-I", "-S", "-B", script],
                                           stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, close_fds=True)
         except OSError as exc:
@@ -449,16 +451,27 @@ def client(host: str, port: int, secret: bytes,
     return made
 
 
-def served(host: str, port: int, secret: bytes, host_rank: int = 0) -> Tuple[int, int]:
-    """What the job store at HOST:PORT served so far: the connections it
-    proved and the requests it handled, this query's own not counted (for
-    tests and diagnostics of where a job's load went)."""
+def stats(host: str, port: int, secret: bytes, host_rank: int = 0) -> Dict[str, int]:
+    """What the job store at HOST:PORT holds and served so far, by name
+    (_store_server.Loop._stats; "proven" and "requests" without this
+    query's own), for tests and diagnostics of where a job's load went."""
     me = client(host, port, secret, datetime.timedelta(seconds=30), host_rank)
     try:
-        stats = dict(f.decode().split("=", 1) for f in me._call(proto.STATS, []))
+        out = {k: int(v) for k, v in (f.decode().split("=", 1)
+                                      for f in me._call(proto.STATS, []))}
     finally:
         me.close()
-    return int(stats["proven"]) - 1, int(stats["requests"]) - 1
+    out["proven"] -= 1
+    out["requests"] -= 1
+    return out
+
+
+def served(host: str, port: int, secret: bytes, host_rank: int = 0) -> Tuple[int, int]:
+    """What the job store at HOST:PORT served so far: the connections it
+    proved and the requests it handled, this query's own not counted (see
+    :func:`stats`)."""
+    out = stats(host, port, secret, host_rank)
+    return out["proven"], out["requests"]
 
 
 def _make_client_class(d: Any) -> Any:
@@ -475,6 +488,7 @@ def _make_client_class(d: Any) -> Any:
             self._secret = secret
             self._timeout_s = timeout.total_seconds()
             self._lock = threading.Lock()
+            self._relayed: Set[str] = set()  # prefixes this connection relays
             self._sock: Optional[socket.socket] = _connect(host, port, secret,
                                                            self._timeout_s, host_rank)
             setter = getattr(self, "set_timeout", None)
@@ -565,6 +579,19 @@ def _make_client_class(d: Any) -> Any:
 
         def multi_get(self, keys: Sequence[Key]) -> List[bytes]:
             return self._waiting(proto.MGET, [_bytes(k) for k in keys])
+
+        def relay(self, prefix: str, chain: Sequence[Tuple[str, int, bytes]]) -> None:
+            """From now on the store this client reaches forwards every
+            request on keys under ``prefix`` along ``chain`` (HOST, PORT,
+            SECRET of each store up to the group leader's; see
+            _store_relay.py). Idempotent; told once per connection."""
+            if prefix in self._relayed:
+                return
+            fields = [_bytes(prefix)]
+            for host, port, secret in chain:
+                fields += [host.encode(), b"%d" % port, secret]
+            self._call(proto.RELAY, fields)
+            self._relayed.add(prefix)
 
         def multi_set(self, keys: Sequence[Key], values: Sequence[Value]) -> None:
             if len(keys) != len(values):
