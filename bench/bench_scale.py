@@ -10,26 +10,31 @@ rank forms the default group and every group of its collection, as
 hcg.torch.init() and new_collections() do. Which ways:
 
 central   one store on rank 0 for every group (hcg.torch before issue 29);
-leaders   every group meets at its first member's store (hcg.torch now);
-relays    a group of more than F members meets through the heads of its
-          slices of F, whose stores forward to the leader's, in a tree
-          (libhcg's fan-in F; the design doc/scaling.md gives, not built
-          in hcg.torch yet).
+leaders   every group meets at its first member's store (its first step);
+relays    hcg.torch now: a group too large for one store (a quarter of
+          libhcg's fan-in F, HCG_FANIN, in connections) meets through its
+          slices' heads, whose stores forward its keys to the leader's
+          (hcg/torch/_places.py picks the slices, _store_relay.py
+          forwards).
 
 What is the real code and what is a model:
-- which groups exist, their members and leaders: hcg.Layout (libhcg), the
-  real code, for every rank of every world size;
+- which groups exist, their members and leaders: hcg.Layout (libhcg); the
+  slices and every rank's route to its groups' leaders: hcg.torch._places;
+  the real code, for every rank of every world size;
 - requests per member per group: hcg's meeting (hcg/torch/_meet.py: 4)
   and an NCCL group's unique id (1: set by its rank 0, read by the others),
   counted from the code; gloo's full mesh adds k requests per member of a
-  group of k (not modelled: jobs of this size use NCCL);
+  group of k (not modelled: jobs of this size use NCCL); a head's link
+  asks upstream what the sample measured a link to ask ("upstream" over
+  its links: the slice's adds in batches, its waits once each);
 - connections: each rank holds at most THREADS clients per store it meets
-  at (hcg.torch.groups: one per building thread); in the relays' design,
-  one per store (its threads' requests tagged on it);
+  at (hcg.torch.groups: one per building thread), a head's store one link
+  per store it forwards to;
 - bytes per request, handshakes and requests per second: MEASURED here,
-  by the sample below: the real server (hcg/torch/_store_server.py, a
-  process of its own, with `ulimit -n 1024`) and real proven connections
-  (hcg.torch.store's handshake), K members meeting as one group does;
+  by the sample below: real server processes (hcg/torch/_store_server.py,
+  each with `ulimit -n 1024`) and real proven connections (hcg.torch.store's
+  handshake), K members meeting as one group does, at the leader's store
+  alone and through relays;
 - the time to form: a model from those rates, the busiest store's
   handshakes and requests (stores serve in parallel, each one process).
 """
@@ -94,7 +99,7 @@ class Load:
         return host, conns[host], self.requests[host]
 
 
-def loads(world: int, fanin: int) -> Dict[str, Load]:
+def loads(world: int, fanin: int, per_link: float) -> Dict[str, Load]:
     import hcg
     from hcg.torch import _places
 
@@ -107,19 +112,21 @@ def loads(world: int, fanin: int) -> Dict[str, Load]:
             out["central"].meet(m, 0, PER_MEMBER)
             out["leaders"].meet(m, lead, PER_MEMBER)
         size = _places.group_slice(len(members), fanin)
-        behind: Dict[int, int] = defaultdict(int)  # head -> its slice's members
+        behind: Set[int] = set()  # heads
         ups: Dict[int, int] = {}
         for m in members:
             route = _places.path(members, m, size)
             relays.meet(m, route[0], PER_MEMBER)
             if len(route) > 1:
-                behind[route[0]] += 1
+                behind.add(route[0])
                 if route[0] == m:
                     relays.links.add((m, route[1]))
                     ups[m] = route[1]
-        for head, n in behind.items():
-            # What its link asks upstream: its slice's adds, its waits once.
-            relays.requests[ups[head]] += 2 * n + 3
+        for head in behind:
+            # What its link asks upstream: its slice's adds in batches
+            # (MADD) and its waits once each; per_link, as the sample
+            # measured it.
+            relays.requests[ups[head]] += int(round(per_link))
     L.close()
     return out
 
@@ -288,6 +295,7 @@ def main() -> int:
         "K", "way", "stores", "formed", "time s", "proven", "requests", "upstream",
         "req/s", "bytes/req"))
     rate = per_req = shake = None
+    per_link = float(PER_MEMBER)
     for k in args.sample:
         for relayed in (False, True):
             s = sample(k, args.timeout, args.fanin, relayed)
@@ -303,6 +311,8 @@ def main() -> int:
             elif not relayed and (rate is None or k > 200):
                 rate, per_req = req_s, bpr
                 shake = s["proven"] / max(s["handshakes"], 1e-6)
+            elif relayed and int(s["stores"]) > 1:
+                per_link = float(s["upstream"]) / (int(s["stores"]) - 1)
     print("proven, requests: the busiest store's; upstream: what the heads' "
           "links asked the store above (members' waits shared)")
     if rate is None:
@@ -311,13 +321,14 @@ def main() -> int:
 
     print()
     print("== every group of the grid, every rank (hcg.Layout; F = %d, %d threads; "
-          "the time is a model from the sample's %.0f requests/s, %.0f handshakes/s)"
-          % (args.fanin, THREADS, rate, shake))
+          "the time is a model from the sample's %.0f requests/s, %.0f handshakes/s; "
+          "a link asks %.1f requests a group, as measured)"
+          % (args.fanin, THREADS, rate, shake, per_link))
     print("%7s  %-8s %7s %11s %10s %9s %9s  %-5s %s" % (
         "ranks", "way", "store@", "connections", "requests", "MB", "time s", "<= F",
         "forms under ulimit -n %d" % NOFILE))
     for world in args.worlds:
-        for way, load in loads(world, args.fanin).items():
+        for way, load in loads(world, args.fanin, per_link).items():
             host, conns, reqs = load.busiest()
             t = conns / shake + reqs / rate
             fits = "yes" if conns <= NOFILE - 16 else "NO (%d connections)" % conns
@@ -328,7 +339,7 @@ def main() -> int:
     print("\nstore@: the rank whose store serves the most connections; "
           "connections, requests, MB: what that one store serves")
     print("per member per group: %d requests (%d of hcg's meeting, %d for the NCCL id); "
-          "a head's link asks upstream its slice's adds and its waits once"
+          "a head's link asks upstream what the sample measured (adds batched, waits shared)"
           % (PER_MEMBER, MEET, NCCL))
     return 0
 

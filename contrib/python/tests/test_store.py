@@ -843,6 +843,25 @@ class Relays(unittest.TestCase):
         # A wait that times out up there times out here.
         self.assertEqual(_request(b, p.GET, [b"100", pre + b"never"]), (p.TIMEOUT, []))
 
+    def test_a_slice_s_adds_go_up_together_and_stay_exact(self) -> None:
+        p = self.proto
+        lead, head = self.server(), self.server()
+        pre = b"hcg/g/0/0//"
+        members = [self.conn(head) for _ in range(40)]
+        _request(members[0], p.RELAY, [pre] + self.hop(lead))
+        for m in members:  # all at once, as a slice checks in
+            m.sendall(p.frame(p.ADD, [pre + b"hcg_arrived", b"1"]))
+        got = sorted(int(_reply(m)[1][0]) for m in members)
+        self.assertEqual(got, list(range(1, 41)))  # each its own value
+        st = self.stats(head)
+        self.assertEqual(st["forwarded"], 40)
+        self.assertLess(st["upstream"], 40, st)  # in batches (MADD)
+        self.assertEqual(_request(self.conn(lead), p.ADD, [pre + b"hcg_arrived", b"0"]),
+                         (p.OK, [b"40"]))
+        # An ADD on a value that is no number: an error, as at the leader's.
+        _request(self.conn(lead), p.SET, [pre + b"text", b"x"])
+        self.assertEqual(_request(members[1], p.ADD, [pre + b"text", b"1"])[0], p.ERROR)
+
     def test_a_chain_of_heads(self) -> None:
         p = self.proto
         lead, mid, low = self.server(), self.server(), self.server()
@@ -855,6 +874,11 @@ class Relays(unittest.TestCase):
                          (p.OK, [b"v"]))
         self.assertEqual(self.stats(mid)["relayed"], 1)
         self.assertEqual(self.stats(mid)["keys"], 0)  # held at the leader's only
+        # A slice's adds at once, in batches through the middle store too.
+        members = [self.conn(low) for _ in range(10)]
+        for c in members:
+            c.sendall(p.frame(p.ADD, [pre + b"n", b"1"]))
+        self.assertEqual(sorted(int(_reply(c)[1][0]) for c in members), list(range(1, 11)))
 
     def test_what_goes_wrong_up_the_chain_is_said(self) -> None:
         p = self.proto
@@ -904,6 +928,30 @@ class Relays(unittest.TestCase):
         self.assertIn(b"overlaps", out[0])
         status, out = _request(m, p.RELAY, [b"a/b/", b"127.0.0.1", b"1", lead[1]])
         self.assertIn(b"relayed to another store already", out[0])
+
+    def test_what_waits_on_a_stalled_leader_is_bounded(self) -> None:
+        # The leader's store stopped: requests pile up at the head for its
+        # link, up to MAX_TAGGED a connection; past that, an error each.
+        p = self.proto
+        lead, head = self.server(), self.server()
+        pre = b"hcg/g/0/0//"
+        m = self.conn(head)
+        _request(m, p.RELAY, [pre] + self.hop(lead))
+        os.kill(self.servers[0].pid, signal.SIGSTOP)
+        try:
+            n = p.MAX_TAGGED + 3
+            m.sendall(b"".join(p.frame(p.TAGGED, [b"%d" % i, bytes([p.SET]), pre + b"k",
+                                                  b"v"]) for i in range(n)))
+            refused = [_reply(m) for _ in range(3)]
+            self.assertEqual([r[1][0] for r in refused],
+                             [b"%d" % i for i in range(p.MAX_TAGGED, n)])
+            for status, out in refused:
+                self.assertEqual(status, p.ERROR)
+                self.assertIn(b"MAX_TAGGED", out[1])
+        finally:
+            os.kill(self.servers[0].pid, signal.SIGCONT)
+        answers = [_reply(m) for _ in range(p.MAX_TAGGED)]  # then all go through
+        self.assertTrue(all(status == p.OK for status, _ in answers))
 
     def test_tagged_requests_answer_out_of_order(self) -> None:
         p = self.proto

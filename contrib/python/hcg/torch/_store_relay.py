@@ -14,8 +14,10 @@ group's keys, so every member reads and writes the same ones, and counters
 and compare-and-set stay exact. Waits go up tagged (``TAGGED``), so that
 none holds up another on the link, and the same wait of many members at
 once (the meeting's decision, an NCCL id) goes up once and is answered to
-all of them. So the leader's store serves its own slice and one link per
-other slice, whatever the group's size.
+all of them; members' ADDs (the meeting's counters) go up together, those
+that come while a batch is up in the next one (``MADD``). So the leader's
+store serves its own slice and one link per other slice, whatever the
+group's size, and a link asks it a few times per step, not once a member.
 
 Only the standard library: the server's process imports this file beside
 _store_server.py, which hands it its protocol (``proto``).
@@ -92,6 +94,11 @@ class Link:
         # (op, keys) -> (tag, deadline): waits in flight others may join.
         self.reads: Dict[Tuple[int, Tuple[bytes, ...]], Tuple[bytes, float]] = {}
         self.announced: Set[bytes] = set()  # prefixes told further up
+        # Members' ADDs go up together, a prefix's at a time (a store up
+        # the chain forwards a request of one prefix): those that come
+        # while a batch is up wait for its answer and go in the next (MADD).
+        self.adds: Dict[bytes, List[Tuple[bytes, bytes, _Forward]]] = {}
+        self.adds_up: Dict[bytes, bytes] = {}  # tag of a batch up -> its prefix
 
     def where(self) -> str:
         return "%s:%d" % (self.hop[0], self.hop[1])
@@ -241,6 +248,20 @@ class Link:
             for read, (t, _) in list(self.reads.items()):
                 if t == tag:
                     del self.reads[read]
+            if tag in self.adds_up:
+                # A batch of ADDs: each its own value, in order; an error
+                # (a value that is no number) for all of them.
+                prefix = self.adds_up.pop(tag)
+                values = out[1:]
+                if status == p.OK and len(values) != len(waiting):
+                    raise ConnectionError("it answered %d adds with %d values"
+                                          % (len(waiting), len(values)))
+                for i, fwd in enumerate(waiting):
+                    self.relays.answer(fwd, status, [values[i]] if status == p.OK
+                                       else values[:1])
+                if self.adds.get(prefix):
+                    self._send_adds(prefix)
+                continue
             now = time.monotonic()
             again: List[_Forward] = []
             for fwd in waiting:
@@ -267,6 +288,29 @@ class Link:
         if self.state == "ready":
             self._flush()
 
+    def add(self, prefix: bytes, key: bytes, amount: bytes, fwd: _Forward) -> None:
+        """A member's ADD on a key under ``prefix``: up now if none of the
+        prefix's is up, else in its next batch."""
+        self.adds.setdefault(prefix, []).append((key, amount, fwd))
+        if prefix not in self.adds_up.values():
+            self._send_adds(prefix)
+
+    def _send_adds(self, prefix: bytes) -> None:
+        p = self.relays.proto
+        queue = self.adds[prefix]
+        batch: List[Tuple[bytes, bytes, _Forward]] = []
+        size = 0
+        while queue and (not batch or size + len(queue[0][0]) + 32 <= p.MAX_REQUEST // 2):
+            batch.append(queue.pop(0))
+            size += len(batch[-1][0]) + len(batch[-1][1]) + 8
+        if not queue:
+            del self.adds[prefix]
+        fields = [x for key, amount, _ in batch for x in (key, amount)]
+        self.request(p.MADD, fields, None)
+        tag = struct.pack(">Q", self.next_tag)
+        self.adds_up[tag] = prefix
+        self.pending[tag] = [fwd for _, _, fwd in batch]
+
     def wait(self, fwd: _Forward) -> None:
         """Sends a member's wait up, or joins the same wait in flight (one
         that does not end much later than this one would: it is asked
@@ -285,6 +329,8 @@ class Link:
         self._close_sock()
         self.state = "failed"
         waiting, self.pending, self.reads = self.pending, {}, {}
+        waiting[b""] = [fwd for queue in self.adds.values() for _, _, fwd in queue]
+        self.adds, self.adds_up = {}, {}
         self.outbuf = bytearray()
         msg = ("hcg.torch's store could not relay to the store at %s (the group "
                "leader's, or a slice head's on the way): %s" % (self.where(), reason))
@@ -391,7 +437,15 @@ class Relays:
                     ("hcg.torch's store could not relay to the store at %s: %s"
                      % (link.where(), exc)).encode()])
                 return True
+        if conn.forwarded >= p.MAX_TAGGED:
+            # A peer that pipelines without reading answers would grow
+            # the link's buffer while the store up there is slow.
+            loop._answer(conn, p.ERROR, [b"%d requests of this connection wait for "
+                                         b"the store up the relay; at most %d "
+                                         b"(MAX_TAGGED)" % (conn.forwarded, p.MAX_TAGGED)])
+            return True
         self.forwarded += 1
+        conn.forwarded += 1
         is_wait = op in (p.GET, p.WAIT, p.MGET)
         fwd = (_Forward(conn, tag, op, tuple(f[1:]),
                         time.monotonic() + _ms(f[0]) / 1000.0)
@@ -406,6 +460,8 @@ class Relays:
                          None)
         if is_wait:
             link.wait(fwd)
+        elif op == p.ADD:
+            link.add(prefix, f[0], f[1], fwd)
         else:
             link.request(op, f, fwd)
         return True
@@ -413,6 +469,7 @@ class Relays:
     def answer(self, fwd: _Forward, status: int, out: Sequence[bytes]) -> None:
         """Hands an answer from upstream to the member that asked."""
         loop, conn = self.loop, fwd.conn
+        conn.forwarded -= 1
         if conn not in loop.conns:
             return  # gone meanwhile
         loop.reply(conn, fwd.tag, status, out)

@@ -160,9 +160,10 @@ READ_CHUNK = 1 << 16
 MAX_REPORTS = 20
 #: Longest tag of a TAGGED request (a relay's are 8 bytes).
 MAX_TAG = 16
-#: Tagged waits one connection may have parked at once: a relay's link
-#: carries the waits of the members it serves (a slice, at most libhcg's
-#: fan-in), each of which waits for one request at a time.
+#: Tagged waits one connection may have parked at once, and requests it
+#: may have forwarded up a relay's link unanswered: a relay's link carries
+#: the requests of the members it serves (a slice, at most libhcg's
+#: fan-in), each of which waits for one answer at a time.
 MAX_TAGGED = 4096
 
 # Operations: the fields they take -> what they answer.
@@ -185,6 +186,9 @@ TAGGED = 13
 # from now on this store forwards every request on keys under prefix to
 # the first of them (see _store_relay.py).
 RELAY = 14
+# key, amount, key, amount... -> each one's new value, in order: ADDs a
+# relay's link sends up together (a key twice is added to twice, in turn).
+MADD = 15
 # Statuses.
 OK, TIMEOUT, ERROR = 0, 1, 2
 
@@ -305,7 +309,7 @@ class _Conn:
     """One connection the server holds."""
 
     __slots__ = ("sock", "inbuf", "outbuf", "mask", "proven", "nonce", "born",
-                 "blocked", "waits", "answers", "queued")
+                 "blocked", "waits", "forwarded", "answers", "queued")
 
     def __init__(self, sock: socket.socket, now: float) -> None:
         self.sock = sock
@@ -320,6 +324,7 @@ class _Conn:
         # nothing more before that answer, and nothing more is served.
         self.blocked: Optional[object] = None
         self.waits: Set["_Wait"] = set()  # its parked waits, tagged or not
+        self.forwarded = 0  # its requests sent up a relay's link, unanswered
         self.answers = 0  # answers sent so far: tells one already answered
         self.queued = False  # in the loop's work queue
 
@@ -726,6 +731,24 @@ class Loop:
                 self._put(f[0], value)
                 self._answer(conn, OK, [value])
                 self._changed([f[0]])
+        elif op == MADD and f and len(f) % 2 == 0:
+            values: Dict[bytes, int] = {}
+            out = []
+            try:
+                for k, a in zip(f[0::2], f[1::2]):
+                    values[k] = (values[k] if k in values else int(data.get(k, b"0"))) \
+                        + int(a)
+                    out.append(b"%d" % values[k])
+            except ValueError:
+                self._answer(conn, ERROR, [b"a value or an amount of these adds is not "
+                                           b"a number"])
+                return
+            writes = [(k, b"%d" % v) for k, v in values.items()]
+            if self._room(conn, writes):
+                for k, v in writes:
+                    self._put(k, v)
+                self._answer(conn, OK, out)
+                self._changed(list(values))
         elif op == CHECK:
             self._answer(conn, OK, [b"1" if all(k in data for k in f) else b"0"])
         elif op == CAS and len(f) == 3:
@@ -919,6 +942,8 @@ def _well_formed(op: int, f: List[bytes]) -> bool:
         return len(f) == 2
     if op in (WAIT, MGET):
         return len(f) >= 2
+    if op == MADD:
+        return len(f) >= 2 and len(f) % 2 == 0
     if op == CAS:
         return len(f) == 3
     if op == DELETE:
@@ -936,7 +961,7 @@ def _keys_of(op: int, f: List[bytes]) -> List[bytes]:
         return f[1:]
     if op == CHECK:
         return f
-    if op == MSET:
+    if op in (MSET, MADD):
         return f[0::2]
     return []
 
