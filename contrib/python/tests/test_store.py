@@ -776,7 +776,6 @@ class GroupsOnTheJobStore(unittest.TestCase):
                 self.assertEqual(res["mesh_dp_sum"], 2.0)
 
 
-@unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
 class Relays(unittest.TestCase):
     """A store that forwards a prefix's keys up a chain of stores to a
     group leader's (hcg/torch/_store_relay.py), on the real servers with
@@ -990,6 +989,7 @@ class SlicePaths(unittest.TestCase):
                 self.assertEqual(list(conns), [members[0]])
 
 
+@unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
 class GroupsAtTheirLeaders(unittest.TestCase):
     """As under PMIx: every rank opens a store of its own, and each group
     meets at its first member's (hcg.torch._places)."""
