@@ -210,23 +210,6 @@ def _worker(routes: Dict[int, Route], k: int, timeout: float, go, out) -> None:
             sock.close()
 
 
-def _stats(port: int, secret: bytes) -> Dict[str, int]:
-    from hcg.torch import _store_server as proto
-    from hcg.torch import store
-
-    sock = store._connect("127.0.0.1", port, secret, 30)
-    try:
-        sock.sendall(proto.frame(proto.STATS, []))
-        (n,) = struct.unpack(">I", store._recv_exact(sock, 4))
-        _, out = proto.fields(store._recv_exact(sock, n))
-    finally:
-        sock.close()
-    stats = {k: int(v) for k, v in (f.decode().split("=", 1) for f in out)}
-    stats["proven"] -= 1  # this query's own
-    stats["requests"] -= 1
-    return stats
-
-
 def sample(k: int, timeout: float, fanin: int, relayed: bool,
            workers: int = 4) -> Dict[str, object]:
     """K members meet as one group at real stores: the leader's alone, or
@@ -261,7 +244,7 @@ def sample(k: int, timeout: float, fanin: int, relayed: bool,
     elapsed = time.monotonic() - start
     for proc in procs:
         proc.join()
-    stats = {r: _stats(srv.port, secret) for r, (srv, secret) in servers.items()}
+    stats = {r: store.stats("127.0.0.1", srv.port, secret) for r, (srv, secret) in servers.items()}
     for srv, _ in servers.values():
         srv.close()
     busiest = max(stats, key=lambda r: (stats[r]["proven"], stats[r]["requests"]))

@@ -454,13 +454,22 @@ def client(host: str, port: int, secret: bytes,
 def stats(host: str, port: int, secret: bytes, host_rank: int = 0) -> Dict[str, int]:
     """What the job store at HOST:PORT holds and served so far, by name
     (_store_server.Loop._stats; "proven" and "requests" without this
-    query's own), for tests and diagnostics of where a job's load went."""
-    me = client(host, port, secret, datetime.timedelta(seconds=30), host_rank)
+    query's own), for tests, benchmarks and diagnostics of where a job's
+    load went. One proven connection of its own; needs no torch."""
+    sock = _connect(host, port, secret, 30.0, host_rank)
     try:
-        out = {k: int(v) for k, v in (f.decode().split("=", 1)
-                                      for f in me._call(proto.STATS, []))}
+        sock.settimeout(30.0)
+        sock.sendall(proto.frame(proto.STATS, []))
+        (n,) = struct.unpack(">I", _recv_exact(sock, 4))
+        status, fields = proto.fields(_recv_exact(sock, n))
+    except (OSError, ValueError) as exc:
+        raise HcgRuntimeError(Status.EIO, "%s: its statistics: %s"
+                              % (_where(host, port, host_rank), exc)) from None
     finally:
-        me.close()
+        sock.close()
+    if status != proto.OK:
+        raise HcgRuntimeError(Status.EIO, "%s: no statistics" % _where(host, port, host_rank))
+    out = {k: int(v) for k, v in (f.decode().split("=", 1) for f in fields)}
     out["proven"] -= 1
     out["requests"] -= 1
     return out
