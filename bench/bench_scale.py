@@ -21,8 +21,9 @@ What is the real code and what is a model:
 - which groups exist, their members and leaders: hcg.Layout (libhcg); the
   slices and every rank's route to its groups' leaders: hcg.torch._places;
   the real code, for every rank of every world size;
-- requests per member per group: hcg's meeting (hcg/torch/_meet.py: 4)
-  and an NCCL group's unique id (1: set by its rank 0, read by the others),
+- requests per member per group: hcg's meeting (hcg/torch/_meet.py: 3 on
+  hcg's store, the check-in's two adds in one request) and an NCCL group's
+  unique id (1: set by its rank 0, read by the others),
   counted from the code; gloo's full mesh adds k requests per member of a
   group of k (not modelled: jobs of this size use NCCL); a head's link
   asks upstream what the sample measured a link to ask ("upstream" over
@@ -55,7 +56,7 @@ GRID = ("llm:tp=8,gtp_remat=1,cp=2,dp=*,pp=8; "
         "llm/expert:expt_tp=1,ep=8,expt_gtp_remat=1,expt_dp=*,pp")
 WORLDS = (1024, 4096, 16384, 102400)  # 100k: the nearest world the grid divides
 THREADS = 4  # hcg.torch.groups.MAX_THREADS
-MEET = 4  # requests per member of a meeting (hcg/torch/_meet.py: meet)
+MEET = 3  # requests per member of a meeting at hcg's store (_meet.meet)
 NCCL = 1  # the NCCL unique id: one set, or one get, per member
 PER_MEMBER = MEET + NCCL
 NOFILE = 1024
@@ -114,8 +115,8 @@ def loads(world: int, fanin: int, per_link: float) -> Dict[str, Load]:
         size = _places.group_slice(len(members), fanin)
         behind: Set[int] = set()  # heads
         ups: Dict[int, int] = {}
-        for m in members:
-            route = _places.path(members, m, size)
+        for i, m in enumerate(members):
+            route = _places.path(members, m, size, i)
             relays.meet(m, route[0], PER_MEMBER)
             if len(route) > 1:
                 behind.add(route[0])
@@ -181,10 +182,9 @@ def _worker(routes: Dict[int, Route], k: int, timeout: float, go, out) -> None:
         for i in relayed:
             if answer(i)[0] != proto.OK:
                 raise RuntimeError("RELAY refused")
-        each(proto.ADD, lambda i: [prefix + b"hcg_in/%d" % i, b"1"])
-        for i, (_, f) in zip(mine, each(proto.ADD, lambda i: [prefix + b"hcg_arrived",
-                                                              b"1"])):
-            if int(f[0]) == k:  # the last one decides
+        for i, (_, f) in zip(mine, each(proto.MADD, lambda i: [
+                prefix + b"hcg_in/%d" % i, b"1", prefix + b"hcg_arrived", b"1"])):
+            if int(f[1]) == k:  # the last one decides
                 send(i, proto.CAS, [prefix + b"hcg_go", b"", b"ok"])
                 answer(i)
                 send(i, proto.SET, [prefix + b"hcg_decided", b"1"])
@@ -219,7 +219,7 @@ def sample(k: int, timeout: float, fanin: int, relayed: bool,
 
     members = list(range(k))
     size = _places.group_slice(k, fanin) if relayed else k
-    paths = {i: _places.path(members, i, size) for i in members}
+    paths = {i: _places.path(members, i, size, i) for i in members}
     servers: Dict[int, Tuple[Any, bytes]] = {}
     for host in sorted({r for path in paths.values() for r in path}):
         secret = os.urandom(16)

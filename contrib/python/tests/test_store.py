@@ -93,6 +93,11 @@ class JobStore(unittest.TestCase):
         c.set("t", "text")
         with self.assertRaises(hcg.HcgRuntimeError):
             c.add("t", 1)
+        # A meeting's check-in: its adds in one request, each its own value.
+        self.assertEqual(c.add_many([("n", 1), ("m", 4), ("n", 1)]), [4, 4, 5])
+        with self.assertRaisesRegex(hcg.HcgRuntimeError, "key 't' is not a number"):
+            c.add_many([("n", 1), ("t", 1)])
+        self.assertEqual(c.add("n", 0), 6)  # the other add was made
         self.assertTrue(c.has_extended_api())
         # torch's PrefixStore over it, as every group's rendezvous uses it.
         import torch.distributed as dist
@@ -879,6 +884,56 @@ class Relays(unittest.TestCase):
             c.sendall(p.frame(p.ADD, [pre + b"n", b"1"]))
         self.assertEqual(sorted(int(_reply(c)[1][0]) for c in members), list(range(1, 11)))
 
+    def test_a_middle_store_batches_the_batches_below(self) -> None:
+        # Three heads under one middle store: their batches (MADD) join the
+        # middle's own, so its link asks the leader's fewer times than the
+        # heads asked it, and every member still gets its own value.
+        p = self.proto
+        lead, mid = self.server(), self.server()
+        lows = [self.server() for _ in range(3)]
+        pre = b"hcg/g/0/0//"
+        members = []
+        for low in lows:
+            first = self.conn(low)
+            _request(first, p.RELAY, [pre] + self.hop(mid) + self.hop(lead))
+            members += [first] + [self.conn(low) for _ in range(19)]
+        for rnd in range(3):
+            for c in members:
+                c.sendall(p.frame(p.ADD, [pre + b"n", b"1"]))
+            got = sorted(int(_reply(c)[1][0]) for c in members)
+            self.assertEqual(got, list(range(60 * rnd + 1, 60 * rnd + 61)))
+        st = self.stats(mid)
+        below = sum(self.stats(low)["upstream"] for low in lows)
+        self.assertEqual(st["forwarded"], below - len(lows))  # less each one's RELAY
+        self.assertLess(st["upstream"], st["forwarded"], (st, below))
+
+    def test_each_add_of_a_batch_is_its_own(self) -> None:
+        p = self.proto
+        lead, head = self.server(), self.server()
+        pre = b"hcg/g/0/0//"
+        up = self.conn(lead)
+        # At the leader's: a key whose value is no number gets an empty
+        # field, the others are made.
+        _request(up, p.SET, [pre + b"text", b"x"])
+        self.assertEqual(_request(up, p.MADD, [pre + b"a", b"2", pre + b"text", b"1",
+                                               pre + b"a", b"3"]),
+                         (p.OK, [b"2", b"", b"5"]))
+        self.assertEqual(_request(up, p.MADD, [pre + b"a", b"one"])[0], p.ERROR)
+        self.assertEqual(_request(up, p.ADD, [pre + b"a", b"0"]), (p.OK, [b"5"]))
+        # Through a head: a member's add on such a key fails alone, and an
+        # amount that is no number never goes up.
+        members = [self.conn(head) for _ in range(20)]
+        _request(members[0], p.RELAY, [pre] + self.hop(lead))
+        for i, m in enumerate(members):
+            m.sendall(p.frame(p.ADD, [pre + (b"text" if i == 7 else b"a"),
+                                      b"z" if i == 9 else b"1"]))
+        got = [_reply(m) for m in members]
+        self.assertEqual(got[7][0], p.ERROR)
+        self.assertIn(b"is not a number", got[7][1][0])
+        self.assertEqual(got[9], (p.ERROR, [b"an amount of these adds is not a number"]))
+        ok = sorted(int(out[0]) for i, (status, out) in enumerate(got) if i not in (7, 9))
+        self.assertEqual(ok, list(range(6, 24)))
+
     def test_what_goes_wrong_up_the_chain_is_said(self) -> None:
         p = self.proto
         lead, head = self.server(), self.server()
@@ -977,8 +1032,10 @@ class SlicePaths(unittest.TestCase):
             size = _places.slice_for(k, fanin)
             members = list(range(7, 7 + 2 * k, 2))
             conns: Dict[int, int] = {}
-            for m in members:
-                route = _places.path(members, m, size)
+            for i, m in enumerate(members):
+                route = _places.path(members, m, size, i)
+                if i % 997 == 0:  # the look-up finds the same place
+                    self.assertEqual(_places.path(members, m, size), route)
                 self.assertEqual(route[-1], members[0])
                 host = route[0]
                 conns[host] = conns.get(host, 0) + _places.MEMBER_CLIENTS

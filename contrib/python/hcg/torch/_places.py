@@ -98,23 +98,28 @@ def group_slice(size: int, fanin_: int) -> int:
     return slice_for(size, max(1, fanin_ // GROUP_SHARE))
 
 
-def path(members: Sequence[int], rank: int, size: int) -> List[int]:
+def path(members: Sequence[int], rank: int, size: int,
+         index: Optional[int] = None) -> List[int]:
     """The ranks whose stores ``rank``'s requests for the group of
     ``members`` go through: the head of its slice of ``size``, the head of
     that head's slice among the heads, and so on, the group's first member
     last (just it for a group of at most ``size``). Where ``rank`` heads a
-    slice, the path starts with itself."""
-    pos = members.index(rank)
-    level = members
+    slice, the path starts with itself. ``index``: ``rank``'s place in
+    ``members`` where the caller knows it (else it is looked up). O(depth)
+    beyond that look-up: no level of heads is built."""
+    pos = members.index(rank) if index is None else index
+    step = 1  # members between two of this level's (size ** level)
+    count = len(members)  # members of this level
     out: List[int] = []
-    while len(level) > size:
-        head = level[(pos // size) * size]
+    while count > size:
+        head = members[(pos // size) * size * step]
         if not out or out[-1] != head:
             out.append(head)
-        level = level[::size]
+        step *= size
         pos //= size
-    if not out or out[-1] != level[0]:
-        out.append(level[0])
+        count = -(-count // size)
+    if not out or out[-1] != members[0]:
+        out.append(members[0])
     return out
 
 

@@ -15,9 +15,10 @@ and compare-and-set stay exact. Waits go up tagged (``TAGGED``), so that
 none holds up another on the link, and the same wait of many members at
 once (the meeting's decision, an NCCL id) goes up once and is answered to
 all of them; members' ADDs (the meeting's counters) go up together, those
-that come while a batch is up in the next one (``MADD``). So the leader's
-store serves its own slice and one link per other slice, whatever the
-group's size, and a link asks it a few times per step, not once a member.
+that come while a batch is up in the next one (``MADD``), and a store
+below's batch joins this store's. So the leader's store serves its own
+slice and one link per other slice, whatever the group's size, and a link
+asks it a few times per step, not once a member.
 
 Only the standard library: the server's process imports this file beside
 _store_server.py, which hands it its protocol (``proto``).
@@ -72,6 +73,17 @@ class _Forward:
         self.op, self.keys, self.deadline = op, keys, deadline
 
 
+class _Adds:
+    """A request's adds waiting to go up in a batch: its fields (key,
+    amount, ...), their size in a frame, and who asked."""
+
+    __slots__ = ("fwd", "fields", "size")
+
+    def __init__(self, fwd: _Forward, fields: List[bytes]) -> None:
+        self.fwd, self.fields = fwd, fields
+        self.size = sum(len(x) + 4 for x in fields)
+
+
 class Link:
     """The store's connection to the next store up a chain (a client of
     it, proven with its secret), carrying tagged requests."""
@@ -97,8 +109,12 @@ class Link:
         # Members' ADDs go up together, a prefix's at a time (a store up
         # the chain forwards a request of one prefix): those that come
         # while a batch is up wait for its answer and go in the next (MADD).
-        self.adds: Dict[bytes, List[Tuple[bytes, bytes, _Forward]]] = {}
-        self.adds_up: Dict[bytes, bytes] = {}  # tag of a batch up -> its prefix
+        # A store below's batch (a MADD) joins too, so that a link up a
+        # chain asks as often as one below, not once per link under it.
+        self.adds: Dict[bytes, List[_Adds]] = {}
+        # Tag of a batch up -> its prefix and how many adds each of its
+        # requests made, in order.
+        self.adds_up: Dict[bytes, Tuple[bytes, List[int]]] = {}
 
     def where(self) -> str:
         return "%s:%d" % (self.hop[0], self.hop[1])
@@ -249,16 +265,8 @@ class Link:
                 if t == tag:
                     del self.reads[read]
             if tag in self.adds_up:
-                # A batch of ADDs: each its own value, in order; an error
-                # (a value that is no number) for all of them.
-                prefix = self.adds_up.pop(tag)
-                values = out[1:]
-                if status == p.OK and len(values) != len(waiting):
-                    raise ConnectionError("it answered %d adds with %d values"
-                                          % (len(waiting), len(values)))
-                for i, fwd in enumerate(waiting):
-                    self.relays.answer(fwd, status, [values[i]] if status == p.OK
-                                       else values[:1])
+                prefix, counts = self.adds_up.pop(tag)
+                self._added(p, waiting, counts, status, out[1:])
                 if self.adds.get(prefix):
                     self._send_adds(prefix)
                 continue
@@ -288,28 +296,49 @@ class Link:
         if self.state == "ready":
             self._flush()
 
-    def add(self, prefix: bytes, key: bytes, amount: bytes, fwd: _Forward) -> None:
-        """A member's ADD on a key under ``prefix``: up now if none of the
-        prefix's is up, else in its next batch."""
-        self.adds.setdefault(prefix, []).append((key, amount, fwd))
-        if prefix not in self.adds_up.values():
+    def add(self, prefix: bytes, adds: "_Adds") -> None:
+        """A request's adds (a member's ADD, or a store below's MADD) on
+        keys under ``prefix``: up now if none of the prefix's is up, else in
+        its next batch."""
+        self.adds.setdefault(prefix, []).append(adds)
+        if not any(up[0] == prefix for up in self.adds_up.values()):
             self._send_adds(prefix)
 
     def _send_adds(self, prefix: bytes) -> None:
         p = self.relays.proto
         queue = self.adds[prefix]
-        batch: List[Tuple[bytes, bytes, _Forward]] = []
+        batch: List[_Adds] = []
         size = 0
-        while queue and (not batch or size + len(queue[0][0]) + 32 <= p.MAX_REQUEST // 2):
+        while queue and (not batch or size + queue[0].size <= p.MAX_REQUEST // 2):
             batch.append(queue.pop(0))
-            size += len(batch[-1][0]) + len(batch[-1][1]) + 8
+            size += batch[-1].size
         if not queue:
             del self.adds[prefix]
-        fields = [x for key, amount, _ in batch for x in (key, amount)]
-        self.request(p.MADD, fields, None)
+        self.request(p.MADD, [x for adds in batch for x in adds.fields], None)
         tag = struct.pack(">Q", self.next_tag)
-        self.adds_up[tag] = prefix
-        self.pending[tag] = [fwd for _, _, fwd in batch]
+        self.adds_up[tag] = (prefix, [len(adds.fields) // 2 for adds in batch])
+        self.pending[tag] = [adds.fwd for adds in batch]
+
+    def _added(self, p: Any, waiting: List[_Forward], counts: List[int], status: int,
+               values: List[bytes]) -> None:
+        """Hands a batch's answer to the requests in it, each its own
+        values: for a member's ADD one (an error where its key's value is
+        no number), for a store below's MADD its values as they came."""
+        if status != p.OK:  # the whole batch (a store up there refused it)
+            for fwd in waiting:
+                self.relays.answer(fwd, status, values[:1])
+            return
+        if len(values) != sum(counts):
+            raise ConnectionError("it answered %d adds with %d values"
+                                  % (sum(counts), len(values)))
+        at = 0
+        for fwd, n in zip(waiting, counts):
+            mine, at = values[at:at + n], at + n
+            if fwd.op == p.MADD or mine[0]:
+                self.relays.answer(fwd, p.OK, mine)
+            else:
+                self.relays.answer(fwd, p.ERROR, [b"the value of key '%s' is not a "
+                                                  b"number" % fwd.keys[0][:200]])
 
     def wait(self, fwd: _Forward) -> None:
         """Sends a member's wait up, or joins the same wait in flight (one
@@ -329,7 +358,7 @@ class Link:
         self._close_sock()
         self.state = "failed"
         waiting, self.pending, self.reads = self.pending, {}, {}
-        waiting[b""] = [fwd for queue in self.adds.values() for _, _, fwd in queue]
+        waiting[b""] = [adds.fwd for queue in self.adds.values() for adds in queue]
         self.adds, self.adds_up = {}, {}
         self.outbuf = bytearray()
         msg = ("hcg.torch's store could not relay to the store at %s (the group "
@@ -444,6 +473,11 @@ class Relays:
                                          b"the store up the relay; at most %d "
                                          b"(MAX_TAGGED)" % (conn.forwarded, p.MAX_TAGGED)])
             return True
+        if op in (p.ADD, p.MADD) and not _numbers(f[1::2]):
+            # Never into a batch: the store up there would refuse the
+            # batch, and with it every other member's adds in it.
+            loop._answer(conn, p.ERROR, [b"an amount of these adds is not a number"])
+            return True
         self.forwarded += 1
         conn.forwarded += 1
         is_wait = op in (p.GET, p.WAIT, p.MGET)
@@ -460,8 +494,9 @@ class Relays:
                          None)
         if is_wait:
             link.wait(fwd)
-        elif op == p.ADD:
-            link.add(prefix, f[0], f[1], fwd)
+        elif op in (p.ADD, p.MADD):
+            fwd.op, fwd.keys = op, tuple(f[:1])
+            link.add(prefix, _Adds(fwd, f))
         else:
             link.request(op, f, fwd)
         return True
@@ -517,6 +552,16 @@ class Relays:
         for link in list(self.links.values()):
             link._close_sock()
         self.links.clear()
+
+
+def _numbers(fields: Sequence[bytes]) -> bool:
+    """Whether every field is an integer as the server reads one."""
+    try:
+        for field in fields:
+            int(field)
+    except ValueError:
+        return False
+    return True
 
 
 def _ms(field: bytes) -> int:

@@ -186,8 +186,9 @@ TAGGED = 13
 # from now on this store forwards every request on keys under prefix to
 # the first of them (see _store_relay.py).
 RELAY = 14
-# key, amount, key, amount... -> each one's new value, in order: ADDs a
-# relay's link sends up together (a key twice is added to twice, in turn).
+# key, amount, key, amount... -> each one's new value, in order, or an
+# empty field where the key's value is no number (that add not made): ADDs
+# a relay's link sends up together (a key twice is added to twice, in turn).
 MADD = 15
 # Statuses.
 OK, TIMEOUT, ERROR = 0, 1, 2
@@ -732,18 +733,29 @@ class Loop:
                 self._answer(conn, OK, [value])
                 self._changed([f[0]])
         elif op == MADD and f and len(f) % 2 == 0:
-            values: Dict[bytes, int] = {}
-            out = []
+            # Each add its own: a key whose value is no number gets an
+            # empty field and is left as it is, the others are made (a
+            # relay's batch holds many members' adds).
             try:
-                for k, a in zip(f[0::2], f[1::2]):
-                    values[k] = (values[k] if k in values else int(data.get(k, b"0"))) \
-                        + int(a)
-                    out.append(b"%d" % values[k])
+                amounts = [int(a) for a in f[1::2]]
             except ValueError:
-                self._answer(conn, ERROR, [b"a value or an amount of these adds is not "
-                                           b"a number"])
+                self._answer(conn, ERROR, [b"an amount of these adds is not a number"])
                 return
-            writes = [(k, b"%d" % v) for k, v in values.items()]
+            values: Dict[bytes, Optional[int]] = {}
+            out = []
+            for k, a in zip(f[0::2], amounts):
+                if k not in values:
+                    try:
+                        values[k] = int(data.get(k, b"0"))
+                    except ValueError:
+                        values[k] = None
+                held = values[k]
+                if held is None:
+                    out.append(b"")
+                    continue
+                values[k] = held + a
+                out.append(b"%d" % (held + a))
+            writes = [(k, b"%d" % v) for k, v in values.items() if v is not None]
             if self._room(conn, writes):
                 for k, v in writes:
                     self._put(k, v)

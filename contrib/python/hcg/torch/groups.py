@@ -647,7 +647,8 @@ class _Build:
             store = self.client(self.place(s))
             grank = s.members.index(self.rank)
             _meet.meet(self.at(s, store), grank, s.members,
-                       self.rank, time.monotonic() + t, what, t, leave=True)
+                       self.rank, time.monotonic() + t, what, t, leave=True,
+                       check_in=_meet.check_in_by(store, prefix))
             start = time.monotonic()
             try:
                 pg = self.how.make(self.d, s, grank, store, prefix,

@@ -358,7 +358,8 @@ def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
             _meet.report(meeting, task.rank, problem, settle=True)
             raise problem
         _meet.meet(meeting, task.rank, range(task.world_size), task.rank,
-                   deadline, what, t.total_seconds(), settle=True)
+                   deadline, what, t.total_seconds(), settle=True,
+                   check_in=_meet.check_in_by(store, prefix))
     except BaseException as exc:  # pylint: disable=broad-except
         err: BaseException = exc
         if not isinstance(exc, (HcgError, _meet.Cancelled)) and \

@@ -567,6 +567,23 @@ def _make_client_class(d: Any) -> Any:
         def add(self, key: Key, amount: int) -> int:
             return int(self._call(proto.ADD, [_bytes(key), b"%d" % int(amount)])[0])
 
+        def add_many(self, adds: Sequence[Tuple[Key, int]]) -> List[int]:
+            """Adds each amount to its key, in order, in one request (a key
+            twice is added to twice); returns each key's new value. A key
+            whose value is no number raises HcgRuntimeError (EIO), the
+            others' adds made."""
+            fields: List[bytes] = []
+            for key, amount in adds:
+                fields += [_bytes(key), b"%d" % int(amount)]
+            out = self._call(proto.MADD, fields)
+            for (key, _), value in zip(adds, out):
+                if not value:
+                    raise HcgRuntimeError(Status.EIO, "%s: the value of key '%s' is not "
+                                          "a number" % (_where(self._where[0], self._where[1],
+                                                               self._host_rank),
+                                                        _bytes(key).decode("utf-8", "replace")[:200]))
+            return [int(v) for v in out]
+
         def check(self, keys: Sequence[Key]) -> bool:
             return self._call(proto.CHECK, [_bytes(k) for k in keys])[0] == b"1"
 
