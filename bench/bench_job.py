@@ -35,8 +35,8 @@ import time
 import torch
 import torch.distributed as dist
 
-import hcg
 import hcg.torch as ht
+from bench_torch import enumerations  # beside this file: the same groups
 from hcg.torch._base import STATE
 
 DIMS = ("pp", "dp", "cp", "tp")
@@ -66,14 +66,7 @@ def by_hcg() -> int:
 
 
 def by_new_group(L, rank: int) -> int:
-    grid = L.grid(L.language)
-    enums = {}
-    for field in hcg.FIELDS:
-        req = L.field_request(grid.name, field)
-        if req is not None:
-            enums[req.key] = L.enumerate(req)
-    for kind in hcg.EMBEDDINGS:
-        enums["%s#%s" % (grid.name, kind)] = L.embedding_groups(kind)
+    enums = enumerations(L)
     mine = []
     for key in sorted(enums):
         for ranks in enums[key]:

@@ -27,6 +27,21 @@ import hcg
 import hcg.torch as ht
 
 
+def enumerations(L) -> dict:
+    """Every group key of the language grid (its fields and embedding
+    groups) -> the ranks of each of its groups, as Megatron-LM enumerates
+    them (bench_job.py makes the same groups this way)."""
+    grid = L.grid(L.language)
+    enums = {}
+    for field in hcg.FIELDS:
+        req = L.field_request(grid.name, field)
+        if req is not None:
+            enums[req.key] = L.enumerate(req)
+    for kind in hcg.EMBEDDINGS:
+        enums["%s#%s" % (grid.name, kind)] = L.embedding_groups(kind)
+    return enums
+
+
 def main() -> int:
     mode = sys.argv[1]
     task = ht.init(backend="gloo", timeout=600)
@@ -43,14 +58,7 @@ def main() -> int:
         calls = len(made)
         members = sum(made.values())
     else:
-        grid = L.grid(L.language)
-        enums = {}
-        for field in hcg.FIELDS:
-            req = L.field_request(grid.name, field)
-            if req is not None:
-                enums[req.key] = L.enumerate(req)
-        for kind in hcg.EMBEDDINGS:
-            enums["%s#%s" % (grid.name, kind)] = L.embedding_groups(kind)
+        enums = enumerations(L)
         groups = calls = members = 0
         for key in sorted(enums):
             for ranks in enums[key]:
