@@ -143,7 +143,7 @@ skip_reasons() {
 step() {
   local name=$1
   shift
-  local t0 n=${#summary[@]} log rc=0 c cpu
+  local t0 n=${#summary[@]} log rc=0 c cpu line
   t0=$(date +%s)
   log=$logs/$(printf '%02d' "$n")-$(tr -c 'a-zA-Z0-9\n' '-' <<<"$name" | head -c 40).log
   printf '\n==== %s%s\n' "${inner:+$inner: }" "$name"
@@ -166,10 +166,22 @@ step() {
     summary+=("PASS  $(($(date +%s) - t0))s  $prefix$name${c:+ ($c)}")
   else
     summary+=("FAIL  $(($(date +%s) - t0))s  $prefix$name${c:+ ($c)} (log: $log)")
+    # Which tests failed, where the summary is read: a failed cluster
+    # step's log ends in the daemons' logs, far below its "not ok" lines,
+    # and CI keeps only the end of the output.
+    while IFS= read -r line; do
+      summary+=("      ! $line")
+    done < <(failed_tests "$log")
     echo "test-all: '$name' failed (log: $log)" >&2
     failed=1
     return 1
   fi
+}
+
+# failed_tests LOG: the first failed tests a step's log names, a line each:
+# bats's "not ok", unittest's "FAIL:"/"ERROR:", Check's "file:line:F:".
+failed_tests() {
+  grep -aE '^not ok [0-9]+ |^(FAIL|ERROR): |^[^ :]+:[0-9]+:[EF]:' "$1" | head -n 10 | cut -c 1-200 || true
 }
 
 print_summary() {
@@ -363,7 +375,7 @@ root_tier_done() {
     while IFS= read -r line; do
       summary+=("$line")
     done < <(sed -n '/^==== summary of /,$p' "$log" |
-      sed -nE "s/^(PASS|FAIL)  ([0-9]+s)  /\1  \2  $t: /p")
+      sed -nE -e "s/^(PASS|FAIL)  ([0-9]+s)  /\1  \2  $t: /p" -e '/^      ! /p')
     sed -n '/^skipped, by reason:/,$p' "$log" | sed 1d |
       awk -v t="$t" '$1 ~ /^[0-9]+$/ { n = $1 + 0; $1 = ""; sub(/^ /, ""); for (i = 0; i < n; i++) print t ": " $0 }' \
         >>"$logs/skips"
