@@ -5,7 +5,7 @@ each rank's store served.
     ulimit -n 1024; srun -n 64 --overcommit --mpi=pmix --hcg-layout=LAYOUT \
         python3 bench_job.py
 
-The same job, one after the other, each step from a barrier and each
+The same job, one after the other in this order, each step from a barrier and each
 ending with one all-reduce in every group it made (so that a group that
 connects lazily has connected when the clock stops); every time is the
 slowest rank's:
@@ -13,18 +13,22 @@ slowest rank's:
 hcg          hcg.torch.new_collection(): every field of the language grid,
              its expert view and the embedding groups, made by their
              members alone (keys holding the same ranks share a group);
-new_group    the same groups the way Megatron-LM makes them: every rank
-             calls torch.distributed.new_group for every group of every
-             key (collective over the world);
-mesh_torch   where torch has it (2.2+): init_device_mesh of the grid's
-             dims (pp, dp, cp, tp), every dim's groups made with the world;
-mesh_hcg     hcg.torch.device_mesh of the same dims with a factory of its
-             own (fresh groups, not those hcg made above).
+mesh_hcg     where torch has DeviceMesh.from_group (2.4+):
+             hcg.torch.device_mesh of the grid's dims (pp, dp, cp, tp)
+             with a factory of its own (fresh groups, not those hcg made
+             above);
+mesh_torch   init_device_mesh of the same dims, every dim's groups made
+             with the world;
+new_group    the same groups as hcg, the way Megatron-LM makes them: every
+             rank calls torch.distributed.new_group for every group of
+             every key (collective over the world), last, printing
+             "progress new_group I of N groups after S s" as it goes.
 
-Rank 0 prints "time STEP SECONDS groups G" as each step ends, then "stores: ..."
-(the busiest store's proven connections and requests, rank 0's, how many
-ranks' stores served anything) and "files: ..." (the most descriptors any
-rank held open, and the soft limit the tasks ran under).
+Rank 0 prints "time STEP SECONDS groups G" as each step ends and, before
+new_group, "stores: ..." (the busiest store's proven connections and
+requests, rank 0's, how many ranks' stores served anything) and "files: ..."
+(the most descriptors any rank held open, and the soft limit the tasks ran
+under).
 """
 
 import os
@@ -65,14 +69,21 @@ def by_hcg() -> int:
     return len({id(pg) for pg in made})
 
 
-def by_new_group(L, rank: int) -> int:
+def by_new_group(L, rank: int, say) -> int:
     enums = enumerations(L)
+    every = [ranks for key in sorted(enums) for ranks in enums[key]]
     mine = []
-    for key in sorted(enums):
-        for ranks in enums[key]:
-            pg = dist.new_group(ranks=ranks)
-            if rank in ranks:
-                mine.append(pg)
+    t0 = time.perf_counter()
+    for i, ranks in enumerate(every, 1):
+        pg = dist.new_group(ranks=ranks)
+        if rank in ranks:
+            mine.append(pg)
+        # Where this way stands (rank 0's count: new_group is collective
+        # over the world, so no rank is far ahead): a job cut short by its
+        # time limit still says how far it got, and at what rate.
+        if i % 16 == 0 or i == len(every):
+            say("progress new_group %d of %d groups after %.1f s"
+                % (i, len(every), time.perf_counter() - t0))
     touch(mine)
     return len(mine)
 
@@ -101,28 +112,11 @@ def has_device_mesh() -> bool:
     return hasattr(DeviceMesh, "from_group")
 
 
-def main() -> int:
-    t0 = time.perf_counter()
-    task = ht.init(backend="gloo", timeout=900)
-    init_s = slowest(time.perf_counter() - t0)
-    L, rank = task.layout, task.rank
-    sizes = {d.name: d.size for d in L.grid(L.language).dims}
-    steps = [("hcg", by_hcg), ("new_group", lambda: by_new_group(L, rank))]
-    if has_device_mesh():
-        steps += [("mesh_torch", lambda: mesh_torch(sizes)), ("mesh_hcg", mesh_hcg)]
-    def say(line: str) -> None:
-        # Each step as soon as it is done: a job cut short by its time
-        # limit still tells the steps that finished.
-        if rank == 0:
-            print(line, flush=True)
-
-    say("time init %.4f groups 1" % init_s)
-    for name, step in steps:
-        dist.barrier()
-        t = time.perf_counter()
-        groups = step()
-        say("time %s %.4f groups %d" % (name, slowest(time.perf_counter() - t), groups))
-    # What this rank's store served, and the descriptors it holds.
+def report(task, sizes) -> None:
+    """Rank 0 prints what every rank's own store served and the most
+    descriptors a rank holds: after hcg's steps, before new_group's (whose
+    store barriers would count too, and which may not end)."""
+    rank = task.rank
     proven = requests = 0
     own = STATE.places.rank(rank, "this rank's") if STATE.places is not None else None
     if own is not None and own.rank == rank and own.secret is not None:
@@ -146,6 +140,36 @@ def main() -> int:
         print("torch %s; %d tasks; mesh %s" % (torch.__version__, task.world_size,
                                                "x".join(str(sizes[n]) for n in DIMS)))
         sys.stdout.flush()
+
+
+def main() -> int:
+    t0 = time.perf_counter()
+    task = ht.init(backend="gloo", timeout=900)
+    init_s = slowest(time.perf_counter() - t0)
+    L, rank = task.layout, task.rank
+    sizes = {d.name: d.size for d in L.grid(L.language).dims}
+
+    def say(line: str) -> None:
+        # Each step as soon as it is done: a job cut short by its time
+        # limit still tells the steps that finished.
+        if rank == 0:
+            print(line, flush=True)
+
+    # new_group last: on 2 CPUs its hundreds of world-wide calls may not
+    # end within the job's limit, and the steps before it should.
+    steps = [("hcg", by_hcg)]
+    if has_device_mesh():
+        steps += [("mesh_hcg", mesh_hcg), ("mesh_torch", lambda: mesh_torch(sizes))]
+    steps += [("new_group", lambda: by_new_group(L, rank, say))]
+
+    say("time init %.4f groups 1" % init_s)
+    for name, step in steps:
+        if name == "new_group":
+            report(task, sizes)
+        dist.barrier()
+        t = time.perf_counter()
+        groups = step()
+        say("time %s %.4f groups %d" % (name, slowest(time.perf_counter() - t), groups))
     dist.barrier()
     # Leave without tearing torch's groups down (doc/torch.md, "Exiting
     # promptly"): gloo groups freed at exit can abort on torch 2.6.

@@ -56,6 +56,9 @@ for r in $(seq 1 "$RUNS"); do
   sed 's/^/  /' "$TMP/out"
   if [ "$rc" = 124 ]; then
     echo "  the job did not end within $LIMIT s (BENCH_JOB_LIMIT): the steps above ended, the next did not"
+    # Where new_group stood, and all of it at that rate: a projection.
+    grep '^progress new_group' "$TMP/out" | tail -n 1 |
+      awk '{ printf "  new_group: %d of %d groups in %.1f s; all %d at that rate: about %.0f s (projected, not measured)\n", $3, $5, $8, $5, $5 * $8 / $3 }'
   elif [ "$rc" != 0 ]; then
     echo "run $r: srun -n $TASKS failed ($rc):" >&2
     tail -n 30 "$TMP/err" >&2
@@ -65,6 +68,6 @@ done
 echo "time STEP: the slowest rank's seconds from a barrier until every group the step"
 echo "made has done one all-reduce. hcg = hcg.torch.new_collection (members alone);"
 echo "new_group = torch.distributed.new_group for every group of every key, all ranks"
-echo "(Megatron's way); mesh_torch = init_device_mesh(pp, dp, cp, tp); mesh_hcg ="
+echo "(Megatron's way, last); mesh_torch = init_device_mesh(pp, dp, cp, tp); mesh_hcg ="
 echo "hcg.torch.device_mesh of the same dims (fresh groups). stores: what the ranks'"
-echo "own stores served over the whole job (init included)."
+echo "own stores served before new_group (init included)."

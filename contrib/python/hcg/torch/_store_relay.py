@@ -26,6 +26,7 @@ _store_server.py, which hands it its protocol (``proto``).
 
 from __future__ import annotations
 
+import collections
 import errno
 import hmac
 import os
@@ -33,7 +34,7 @@ import selectors
 import socket
 import struct
 import time
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
 #: Prefixes one store relays at most (each a group this rank heads a
 #: slice of: a few dozen at most).
@@ -105,16 +106,19 @@ class Link:
         self.pending: Dict[bytes, List[_Forward]] = {}
         # (op, keys) -> (tag, deadline): waits in flight others may join.
         self.reads: Dict[Tuple[int, Tuple[bytes, ...]], Tuple[bytes, float]] = {}
+        # Tag -> its (op, keys) in reads: an answer finds its entry at once.
+        self.read_of: Dict[bytes, Tuple[int, Tuple[bytes, ...]]] = {}
         self.announced: Set[bytes] = set()  # prefixes told further up
         # Members' ADDs go up together, a prefix's at a time (a store up
         # the chain forwards a request of one prefix): those that come
         # while a batch is up wait for its answer and go in the next (MADD).
         # A store below's batch (a MADD) joins too, so that a link up a
         # chain asks as often as one below, not once per link under it.
-        self.adds: Dict[bytes, List[_Adds]] = {}
+        self.adds: Dict[bytes, Deque[_Adds]] = {}
         # Tag of a batch up -> its prefix and how many adds each of its
         # requests made, in order.
         self.adds_up: Dict[bytes, Tuple[bytes, List[int]]] = {}
+        self.prefixes_up: Set[bytes] = set()  # those with a batch up
 
     def where(self) -> str:
         return "%s:%d" % (self.hop[0], self.hop[1])
@@ -261,11 +265,12 @@ class Link:
             if not waiting and status != p.OK:  # a RELAY it was told
                 raise ConnectionError("it refused to relay further: %s" % b"".join(
                     out[1:2]).decode("utf-8", "replace"))
-            for read, (t, _) in list(self.reads.items()):
-                if t == tag:
-                    del self.reads[read]
+            read = self.read_of.pop(tag, None)
+            if read is not None and self.reads.get(read, (b"",))[0] == tag:
+                del self.reads[read]  # not when a later wait took its place
             if tag in self.adds_up:
                 prefix, counts = self.adds_up.pop(tag)
+                self.prefixes_up.discard(prefix)
                 self._added(p, waiting, counts, status, out[1:])
                 if self.adds.get(prefix):
                     self._send_adds(prefix)
@@ -291,6 +296,7 @@ class Link:
         self.pending[tag] = [fwd] if fwd is not None else []
         if read is not None:
             self.reads[read] = (tag, deadline)
+            self.read_of[tag] = read
         self.outbuf += p.frame(p.TAGGED, [tag, bytes([op])] + list(fields))
         self.relays.upstream += 1
         if self.state == "ready":
@@ -300,8 +306,8 @@ class Link:
         """A request's adds (a member's ADD, or a store below's MADD) on
         keys under ``prefix``: up now if none of the prefix's is up, else in
         its next batch."""
-        self.adds.setdefault(prefix, []).append(adds)
-        if not any(up[0] == prefix for up in self.adds_up.values()):
+        self.adds.setdefault(prefix, collections.deque()).append(adds)
+        if prefix not in self.prefixes_up:
             self._send_adds(prefix)
 
     def _send_adds(self, prefix: bytes) -> None:
@@ -310,13 +316,14 @@ class Link:
         batch: List[_Adds] = []
         size = 0
         while queue and (not batch or size + queue[0].size <= p.MAX_REQUEST // 2):
-            batch.append(queue.pop(0))
+            batch.append(queue.popleft())
             size += batch[-1].size
         if not queue:
             del self.adds[prefix]
         self.request(p.MADD, [x for adds in batch for x in adds.fields], None)
         tag = struct.pack(">Q", self.next_tag)
         self.adds_up[tag] = (prefix, [len(adds.fields) // 2 for adds in batch])
+        self.prefixes_up.add(prefix)
         self.pending[tag] = [adds.fwd for adds in batch]
 
     def _added(self, p: Any, waiting: List[_Forward], counts: List[int], status: int,
@@ -357,9 +364,9 @@ class Link:
         goes: the next request opens another."""
         self._close_sock()
         self.state = "failed"
-        waiting, self.pending, self.reads = self.pending, {}, {}
+        waiting, self.pending, self.reads, self.read_of = self.pending, {}, {}, {}
         waiting[b""] = [adds.fwd for queue in self.adds.values() for adds in queue]
-        self.adds, self.adds_up = {}, {}
+        self.adds, self.adds_up, self.prefixes_up = {}, {}, set()
         self.outbuf = bytearray()
         msg = ("hcg.torch's store could not relay to the store at %s (the group "
                "leader's, or a slice head's on the way): %s" % (self.where(), reason))
