@@ -494,7 +494,14 @@ _idle: List[Tuple[_places.Place, Store]] = []
 _idle_lock = threading.Lock()
 
 
+def _connect(place: _places.Place, timeout: datetime.timedelta) -> Store:
+    """A new client of the store at ``place``, proven with its secret."""
+    return jobstore.connect(place.host, place.port, place.secret, timeout,
+                            host_rank=place.rank)
+
+
 def _take_client(place: _places.Place, timeout: datetime.timedelta) -> Store:
+    """An idle client of the store at ``place``, else a new one."""
     with _idle_lock:
         for i, (where, store) in enumerate(_idle):
             if where == place:
@@ -503,8 +510,7 @@ def _take_client(place: _places.Place, timeout: datetime.timedelta) -> Store:
                 if setter is not None:
                     setter(timeout)  # this build's, for its waits
                 return store
-    return jobstore.connect(place.host, place.port, place.secret, timeout,
-                            host_rank=place.rank)
+    return _connect(place, timeout)
 
 
 #: Longest the host of a group's store waits, after a failed call, for the
@@ -593,9 +599,7 @@ class _Build:
         """A new client of the store at ``place``, or None when none opens."""
         try:
             return (self.c10d._get_default_store() if place is None else
-                    jobstore.connect(place.host, place.port, place.secret,
-                                     datetime.timedelta(seconds=10),
-                                     host_rank=place.rank))
+                    _connect(place, datetime.timedelta(seconds=10)))
         except Exception:  # pylint: disable=broad-except
             return None
 
