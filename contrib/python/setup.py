@@ -1,29 +1,30 @@
-"""Builds hcg's wheel: the Python package plus its own libhcg and hcg command.
+"""Builds hcg's wheel: the Python package plus libhcg and the hcg command.
 
     pip wheel --no-build-isolation --no-deps -w DIST contrib/python
 
-compiles the same C sources as the autotools build (the lists are read
-from runtime/Makefile.am, so there is one list, not two) into
-hcg/libhcg.so.1 (the core and the runtime, PMIx opened at run time:
-runtime/lib/pmix_dl.c, no NCCL or CUDA) and hcg/_bin/hcg (the command,
-run by the ``hcg`` entry point). Nothing of PMIx, Slurm or CUDA is needed
-to build it; Debian's python3-setuptools and python3-wheel and a C
-compiler are. The wheel is tagged py3-none-<platform>: the library does
-not depend on Python's version.
+runs the project's own build, configure and make (the autotools files of
+the checkout, or of csrc/ in an sdist), for libhcg and the hcg command
+alone: PMIx opened at run time (``--with-pmix=dlopen``), no NCCL, CUDA or
+Slurm. So the wheel's hcg/libhcg.so.1 and hcg/_bin/hcg are built with the
+flags, checks and export list of the library CI tests (configure.ac and
+m4/hcg_flags.m4); this file only packages them. Building needs a C
+compiler and make besides Debian's python3-setuptools and python3-wheel,
+and, in a checkout whose configure is not generated yet, autoconf,
+automake and libtool (scripts/deps.sh installs them). Nothing of PMIx,
+Slurm or CUDA is needed. The wheel is tagged py3-none-<platform>: the
+library does not depend on Python's version.
 
-The sources are ../../runtime in a checkout, or csrc/ in an sdist (which
-copies them there). CC, CFLAGS and LDFLAGS are honoured; HCG_WERROR=1
-adds -Werror (the project's tests set it).
+CC, CFLAGS (default -O2) and LDFLAGS go to configure. Warnings are not
+errors unless HCG_WERROR=1 (the project's tests set it): a user's newer
+compiler may warn where ours does not.
 """
 
 import os
-import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
@@ -35,93 +36,74 @@ except ImportError:
     from wheel.bdist_wheel import bdist_wheel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# What the sdist copies from runtime/ into csrc/.
-C_PARTS = ("Makefile.am", "hcg.h", "core", "lib", "cli")
+# What configure needs, copied from the checkout into an sdist's csrc/:
+# the generated configure and Makefile.in files (an sdist builds without
+# autotools) and the sources of runtime/, the one directory made.
+GENERATED = ("configure", "aclocal.m4", "config.h.in", "build-aux")
+TOP = ("configure.ac", "Makefile.am", "Makefile.in", "m4", "runtime")
+# The other directories configure writes a Makefile for (AC_CONFIG_FILES):
+# their Makefile.in alone, as nothing is made there.
+OTHERS = ("spank", "tests", "bench")
+CONFIGURE = ["--with-pmix=dlopen", "--without-nccl", "--without-cuda",
+             "--without-slurm", "--with-plugstack-dir=no",
+             "--disable-dependency-tracking"]
 
 
-def c_source_dir():
-    for d in (os.path.join(HERE, "csrc"),
-              os.path.join(HERE, os.pardir, os.pardir, "runtime")):
-        if os.path.isfile(os.path.join(d, "Makefile.am")):
-            return os.path.normpath(d)
-    sys.exit("hcg: no C sources: neither csrc/ (an sdist) nor ../../runtime "
-             "(a checkout of hcg) has Makefile.am")
-
-
-def makefile_sources(src):
-    """The unconditional .c lists of runtime/Makefile.am, by variable."""
-    with open(os.path.join(src, "Makefile.am")) as f:
-        text = f.read().replace("\\\n", " ")
-    lists = {}
-    depth = 0
-    for line in text.splitlines():
-        words = line.split()
-        if words[:1] == ["if"]:
-            depth += 1
-        elif words[:1] == ["endif"]:
-            depth -= 1
-        m = re.match(r"^(\w+_SOURCES)\s*\+?=\s*(.*)$", line)
-        if m and depth == 0:
-            lists.setdefault(m.group(1), []).extend(
-                w for w in m.group(2).split() if w.endswith(".c"))
-    for name in ("libhcgcore_la_SOURCES", "libhcgrt_la_SOURCES", "hcg_SOURCES"):
-        if not lists.get(name):
-            sys.exit("hcg: %s/Makefile.am has no %s" % (src, name))
-    return lists
-
-
-def run(cmd):
-    print(" ".join(shlex.quote(c) for c in cmd))
-    rc = subprocess.call(cmd)
+def run(cmd, cwd=None, env=None):
+    print(" ".join(shlex.quote(c) for c in cmd), flush=True)
+    rc = subprocess.call(cmd, cwd=cwd, env=env)
     if rc:
         raise SystemExit("hcg: command failed (status %d): %s"
                          % (rc, " ".join(cmd)))
 
 
+def project_tree():
+    """The tree configure runs from: csrc/ in an sdist, else the checkout
+    this directory is in, its configure generated when missing or older
+    than configure.ac or a Makefile.am (as scripts/build.sh does)."""
+    csrc = os.path.join(HERE, "csrc")
+    if os.path.isfile(os.path.join(csrc, "configure")):
+        return csrc
+    top = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir))
+    if not os.path.isfile(os.path.join(top, "configure.ac")):
+        sys.exit("hcg: no C sources: neither csrc/ (an sdist) nor ../.. (a "
+                 "checkout of hcg) has them")
+    conf = os.path.join(top, "configure")
+    inputs = [os.path.join(top, "configure.ac")] + [
+        os.path.join(top, d, "Makefile.am") for d in ("",) + ("runtime",) + OTHERS]
+    stale = not os.path.isfile(conf) or any(
+        os.path.getmtime(f) > os.path.getmtime(conf) for f in inputs)
+    if stale:
+        if shutil.which("autoreconf") is None:
+            sys.exit("hcg: %s has no generated configure, and autoreconf is "
+                     "not installed (autoconf, automake, libtool)" % top)
+        run(["autoreconf", "-fi"], cwd=top)
+    return top
+
+
 def build_c(out_dir):
-    """hcg/libhcg.so.1 and hcg/_bin/hcg into out_dir (the package's)."""
-    src = c_source_dir()
-    lists = makefile_sources(src)
-    cc = shlex.split(os.environ.get("CC", "cc"))
-    cflags = shlex.split(os.environ.get("CFLAGS", "-O2"))
-    ldflags = shlex.split(os.environ.get("LDFLAGS", ""))
-    warn = ["-Wall", "-Wextra"]
-    if os.environ.get("HCG_WERROR") == "1":
-        warn.append("-Werror")
+    """hcg/libhcg.so.1 and hcg/_bin/hcg into out_dir (the package's), made
+    by configure and make in a scratch directory."""
+    tree = project_tree()
     tmp = tempfile.mkdtemp(prefix="hcg-build-")
     try:
-        # The one thing configure would say: PMIx is opened at run time.
-        with open(os.path.join(tmp, "config.h"), "w") as f:
-            f.write("/* hcg's wheel: setup.py */\n#define HCG_PMIX_DLOPEN 1\n")
-        base = cc + ["-std=c11", "-D_POSIX_C_SOURCE=200809L", "-fPIC",
-                     "-pthread", "-I" + src, "-I" + tmp] + warn + cflags
-
-        def compile_one(rel):
-            obj = os.path.join(tmp, rel.replace("/", "_")[:-2] + ".o")
-            run(base + ["-c", os.path.join(src, rel), "-o", obj])
-            return obj
-
-        core = lists["libhcgcore_la_SOURCES"]
-        # The wheel reaches PMIx by dlopen and has no NCCL (its
-        # communicators are torch's): the files Makefile.am picks for that.
-        rt = lists["libhcgrt_la_SOURCES"] + ["lib/pmix_dl.c",
-                                             "lib/comm_none.c"]
-        cli = lists["hcg_SOURCES"]
-        with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-            objs = dict(zip(core + rt + cli,
-                            pool.map(compile_one, core + rt + cli)))
-        # libhcg exports hcg_* only, as the autotools build does.
-        vers = os.path.join(tmp, "libhcg.map")
-        with open(vers, "w") as f:
-            f.write("{ global: hcg_[a-z]*; local: *; };\n")
+        env = dict(os.environ)
+        env.setdefault("CFLAGS", "-O2")
+        args = list(CONFIGURE)
+        if os.environ.get("HCG_WERROR") != "1":
+            args.append("--disable-werror")
+        run([os.path.join(tree, "configure"), "--quiet"] + args, cwd=tmp, env=env)
+        run(["make", "-s", "-j%d" % (os.cpu_count() or 2), "-C", "runtime",
+             "libhcg.la", "hcg"], cwd=tmp, env=env)
         os.makedirs(os.path.join(out_dir, "_bin"), exist_ok=True)
-        run(cc + ["-shared", "-pthread", "-Wl,-soname,libhcg.so.1",
-                  "-Wl,--version-script=" + vers, "-Wl,-z,defs"] + ldflags +
-            ["-o", os.path.join(out_dir, "libhcg.so.1")] +
-            [objs[s] for s in core + rt] + ["-ldl"])
-        run(cc + ["-pthread"] + ldflags +
-            ["-o", os.path.join(out_dir, "_bin", "hcg")] +
-            [objs[s] for s in cli + core])
+        # libtool's libhcg.so.1 is a link to the versioned file.
+        lib = os.path.realpath(os.path.join(tmp, "runtime", ".libs", "libhcg.so.1"))
+        shutil.copyfile(lib, os.path.join(out_dir, "libhcg.so.1"))
+        # The command links the core statically: a program, not libtool's
+        # wrapper script.
+        cli = os.path.join(out_dir, "_bin", "hcg")
+        shutil.copyfile(os.path.join(tmp, "runtime", "hcg"), cli)
+        os.chmod(cli, 0o755)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -132,15 +114,27 @@ class BuildPy(build_py):
         build_c(os.path.join(self.build_lib, "hcg"))
 
 
+def _built(d, names):
+    """What an in-tree build left in runtime/: no part of an sdist."""
+    gone = {".deps", ".libs", "Makefile", "config.h", "stamp-h1"}
+    return [n for n in names if n in gone or n.endswith((".o", ".lo", ".la")) or
+            (n in ("hcg", "hcg.pc", "hcg-hello", "hcg-hello-hook") and
+             os.path.isfile(os.path.join(d, n)))]
+
+
 class Sdist(sdist):
     def make_release_tree(self, base_dir, files):
         super().make_release_tree(base_dir, files)
-        src = c_source_dir()
-        for part in C_PARTS:
-            a, b = os.path.join(src, part), os.path.join(base_dir, "csrc", part)
+        top = project_tree()
+        dest = os.path.join(base_dir, "csrc")
+        parts = list(GENERATED + TOP) + [os.path.join(d, f) for d in OTHERS
+                                         for f in ("Makefile.am", "Makefile.in")]
+        for part in parts:
+            a, b = os.path.join(top, part), os.path.join(dest, part)
+            # copy2 and copytree keep the times: make must not think a
+            # Makefile.in older than its Makefile.am.
             if os.path.isdir(a):
-                shutil.copytree(a, b, ignore=shutil.ignore_patterns(
-                    "*.o", "*.lo", ".deps", ".libs", "*.1", "*.5"))
+                shutil.copytree(a, b, ignore=_built)
             else:
                 os.makedirs(os.path.dirname(b), exist_ok=True)
                 shutil.copy2(a, b)

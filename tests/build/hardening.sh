@@ -6,8 +6,10 @@
 # slurmstepd, hence the care.
 #
 # Run by make check (HCG: the built hcg command, HCG_SPANK_PLUGIN: the
-# plugin). Skips (77) when configure found no flag to use
-# (--disable-hardening, or a compiler that takes none of them).
+# plugin). Files named as arguments are held to the same flags too (the
+# wheel's libhcg and hcg: tests/cluster/container.bats). Skips (77) when
+# configure found no flag to use (--disable-hardening, or a compiler that
+# takes none of them).
 set -u
 build=$(cd "$(dirname "${HCG:?HCG is the built hcg command}")/.." && pwd)
 flags() { sed -n "s/^$1 = //p" "$build/runtime/Makefile"; }
@@ -50,6 +52,9 @@ check() {
 
 check "$build/runtime/.libs/libhcg.so"
 check "$HCG"
+for f in "$@"; do
+  check "$f"
+done
 plugin=${HCG_SPANK_PLUGIN:-$build/spank/.libs/spank_hcg.so}
 if [ -f "$plugin" ]; then
   check "$plugin"

@@ -48,12 +48,13 @@ setup_file() {
   clean_env
   # The wheel, once: the sdist from a copy of the sources (the checkout
   # stays clean), then the wheel from the sdist alone, as pip builds one
-  # that it downloaded.
+  # that it downloaded. The copy keeps the times (make compares them) and
+  # leaves out the builds (a directory configure ran in) and git's objects.
   local t0=$SECONDS src=$BATS_FILE_TMPDIR/src
-  mkdir -p "$src/contrib"
-  cp -r "$SRCDIR/runtime" "$src/runtime"
-  cp -r "$SRCDIR/contrib/python" "$src/contrib/python"
-  rm -rf "$src/contrib/python/build" "$src/contrib/python"/*.egg-info
+  mkdir -p "$src"
+  tar -C "$SRCDIR" --exclude-tag-all=config.status --exclude=./.git \
+    --exclude=./contrib/python/build --exclude='./contrib/python/*.egg-info' -cf - . |
+    tar -C "$src" -xf -
   (cd "$src/contrib/python" && /usr/bin/python3 -W ignore -c \
     'import sys; from setuptools import build_meta; build_meta.build_sdist(sys.argv[1])' \
     "$BATS_FILE_TMPDIR/sdist" > /dev/null)
@@ -128,6 +129,26 @@ print(hcg.Layout("tp=2,dp=*", 4).enumerate("dp"))'
   [ "$status" -eq 0 ] || { echo "$output"; false; }
   [ "${lines[0]}" = "$CTIN/venv/lib/python3.13/site-packages/hcg/libhcg.so.1 2.6.0" ] || { echo "$output"; false; }
   [ "${lines[1]}" = '[[0, 2], [1, 3]]' ]
+}
+
+@test "the wheel's libhcg and hcg are the project's build: its hardening flags and only hcg_ exported" {
+  # setup.py packages what configure and make built (no flags of its own):
+  # what tests/build/hardening.sh holds the build to, it holds these to.
+  local w=$BATS_TEST_TMPDIR/wheel
+  mkdir -p "$w"
+  /usr/bin/python3 -m zipfile -e "$WHEEL" "$w"
+  run env HCG="$BUILD/runtime/hcg" "$SRCDIR/tests/build/hardening.sh" \
+    "$w/hcg/libhcg.so.1" "$w/hcg/_bin/hcg"
+  [ "$status" -eq 0 ] && [[ "$output" == *"$w/hcg/libhcg.so.1: checked"* ]] &&
+    [[ "$output" == *"$w/hcg/_bin/hcg: checked"* ]] || { echo "$output"; false; }
+  # The export list of libhcg.la: hcg_* alone, as many as the build's.
+  run readelf --dyn-syms -W "$w/hcg/libhcg.so.1"
+  local ours theirs
+  ours=$(awk '$5 == "GLOBAL" && $7 != "UND" { print $8 }' <<<"$output" | sed 's/@.*//' | sort)
+  theirs=$(readelf --dyn-syms -W "$BUILD/runtime/.libs/libhcg.so.1" |
+    awk '$5 == "GLOBAL" && $7 != "UND" { print $8 }' | sed 's/@.*//' | sort)
+  [ -n "$ours" ] && ! grep -v '^hcg_' <<<"$ours" || { echo "$ours"; false; }
+  [ "$ours" = "$theirs" ] || { diff <(echo "$theirs") <(echo "$ours"); false; }
 }
 
 @test "srun --mpi=pmix into the image: the example trains as one process does" {
