@@ -6,8 +6,11 @@
                                        # calls init(); the others, timeout 10
 
 Prints "error NAME: message" for an hcg error, "no error" otherwise, then
-"after SECONDS s" (how long the hcg call took), "peer RANK" after a
-PeerError; a traceback from anywhere else fails the test.
+"after SECONDS s" (how long the hcg call took), "started EPOCH" and "ended
+EPOCH" (the call's start and end by the node's clock: tasks that start
+seconds apart on a loaded node are timed from the last one's start), and
+"peer RANK" after a PeerError; a traceback from anywhere else fails the
+test.
 """
 
 import os
@@ -23,6 +26,7 @@ import hcg.torch as ht
 def main() -> int:
     what = sys.argv[1]
     start = time.monotonic()
+    started = time.time()
     try:
         if what == "absent0":
             if os.environ.get("SLURM_PROCID") == "0":
@@ -47,7 +51,9 @@ def main() -> int:
         if isinstance(exc, hcg.PeerError):
             print("peer %d" % exc.rank)
     finally:
-        print("after %.1f s" % (time.monotonic() - start), flush=True)
+        print("after %.1f s" % (time.monotonic() - start))
+        print("started %.3f" % started)
+        print("ended %.3f" % time.time(), flush=True)
     return 0
 
 
