@@ -157,16 +157,23 @@ def results(done: List[Rank], err_tail: int) -> List[Dict[str, Any]]:
     Raises:
         AssertionError: a rank printed no result (the end of its stderr,
             ``err_tail`` characters, in the message), or its result holds
-            the exception that stopped it.
+            the exception that stopped it. Every such rank is in the
+            message: the first one is often only the echo of another's
+            failure (a peer that closed its connections).
     """
     out = []
+    bad = []
     for r, rank in enumerate(done):
         lines = [l for l in rank.out.splitlines() if l.startswith("RESULT ")]
         if not lines:
-            raise AssertionError("rank %d printed no result (exit %d): %s"
-                                 % (r, rank.returncode, rank.err[-err_tail:]))
+            bad.append("rank %d printed no result (exit %d): %s"
+                       % (r, rank.returncode, rank.err[-err_tail:]))
+            continue
         res = json.loads(lines[-1][7:])
         if "exception" in res:
-            raise AssertionError("rank %d: %s" % (r, res["exception"]))
+            bad.append("rank %d: %s" % (r, res["exception"]))
+            continue
         out.append(res)
+    if bad:
+        raise AssertionError("\n".join(bad))
     return out
