@@ -24,13 +24,16 @@ new_group    the same groups as hcg, the way Megatron-LM makes them: every
              every key (collective over the world), last, printing
              "progress new_group I of N groups after S s" as it goes.
 
-Rank 0 prints "time STEP SECONDS groups G" as each step ends and, before
+BENCH_JOB_STEPS=NAME,... runs only those steps; BENCH_JOB_STACKS=SECONDS
+dumps the Python stacks of the first and last rank once a step has run that
+long. Rank 0 prints "time STEP SECONDS groups G" as each step ends and, before
 new_group, "stores: ..." (the busiest store's proven connections and
 requests, rank 0's, how many ranks' stores served anything) and "files: ..."
 (the most descriptors any rank held open, and the soft limit the tasks ran
 under).
 """
 
+import faulthandler
 import os
 import resource
 import sys
@@ -161,6 +164,13 @@ def main() -> int:
     if has_device_mesh():
         steps += [("mesh_hcg", mesh_hcg), ("mesh_torch", lambda: mesh_torch(sizes))]
     steps += [("new_group", lambda: by_new_group(L, rank, say))]
+    # BENCH_JOB_STEPS=a,b runs only those steps; BENCH_JOB_STACKS=S has the
+    # first and the last rank print every thread's Python stack to stderr
+    # once a step has run S seconds (where a step that does not end waits).
+    only = os.environ.get("BENCH_JOB_STEPS", "")
+    if only:
+        steps = [(n, f) for n, f in steps if n in only.split(",")]
+    stacks = float(os.environ.get("BENCH_JOB_STACKS", "0") or 0)
 
     say("time init %.4f groups 1" % init_s)
     for name, step in steps:
@@ -168,7 +178,10 @@ def main() -> int:
             report(task, sizes)
         dist.barrier()
         t = time.perf_counter()
+        if stacks > 0 and rank in (0, task.world_size - 1):
+            faulthandler.dump_traceback_later(stacks, file=sys.stderr)
         groups = step()
+        faulthandler.cancel_dump_traceback_later()
         say("time %s %.4f groups %d" % (name, slowest(time.perf_counter() - t), groups))
     dist.barrier()
     # Leave without tearing torch's groups down (doc/torch.md, "Exiting

@@ -56,6 +56,10 @@ for r in $(seq 1 "$RUNS"); do
   sed 's/^/  /' "$TMP/out"
   if [ "$rc" = 124 ]; then
     echo "  the job did not end within $LIMIT s (BENCH_JOB_LIMIT): the steps above ended, the next did not"
+    if [ -n "${BENCH_JOB_STACKS:-}" ]; then
+      echo "  Python stacks after $BENCH_JOB_STACKS s in the step (BENCH_JOB_STACKS), first and last rank:"
+      grep -E '^(Thread|Current thread|  File)' "$TMP/err" | head -n 120 | sed 's/^/    /'
+    fi
     # Where new_group stood, and all of it at that rate: a projection.
     grep '^progress new_group' "$TMP/out" | tail -n 1 |
       awk '{ printf "  new_group: %d of %d groups in %.1f s; all %d at that rate: about %.0f s (projected, not measured)\n", $3, $5, $8, $5, $5 * $8 / $3 }'
