@@ -54,12 +54,12 @@ for r in $(seq 1 "$RUNS"); do
   wall=$(echo "$(date +%s.%N) $start" | awk '{printf "%.1f", $1 - $2}')
   echo "run $r (the job's wall time $wall s, torch's import included):"
   sed 's/^/  /' "$TMP/out"
+  if [ -n "${BENCH_JOB_STACKS:-}" ] && grep -qE '^(Thread|Current thread) ' "$TMP/err"; then
+    echo "  Python stacks of a step that ran over $BENCH_JOB_STACKS s (BENCH_JOB_STACKS), first and last rank:"
+    grep -E '^(Thread|Current thread|  File)' "$TMP/err" | head -n 160 | sed 's/^/    /'
+  fi
   if [ "$rc" = 124 ]; then
     echo "  the job did not end within $LIMIT s (BENCH_JOB_LIMIT): the steps above ended, the next did not"
-    if [ -n "${BENCH_JOB_STACKS:-}" ]; then
-      echo "  Python stacks after $BENCH_JOB_STACKS s in the step (BENCH_JOB_STACKS), first and last rank:"
-      grep -E '^(Thread|Current thread|  File)' "$TMP/err" | head -n 120 | sed 's/^/    /'
-    fi
     # Where new_group stood, and all of it at that rate: a projection.
     grep '^progress new_group' "$TMP/out" | tail -n 1 |
       awk '{ printf "  new_group: %d of %d groups in %.1f s; all %d at that rate: about %.0f s (projected, not measured)\n", $3, $5, $8, $5, $5 * $8 / $3 }'
