@@ -24,7 +24,9 @@ new_group    the same groups as hcg, the way Megatron-LM makes them: every
              every key (collective over the world), last, printing
              "progress new_group I of N groups after S s" as it goes.
 
-BENCH_JOB_STEPS=NAME,... runs only those steps; BENCH_JOB_STACKS=SECONDS
+BENCH_JOB_STEPS=NAME,... runs only those steps; BENCH_JOB_INIT=torch
+starts with torch's own rendezvous (MASTER_ADDR/MASTER_PORT, a TCPStore)
+instead of hcg.torch.init() and runs new_group alone, the control; BENCH_JOB_STACKS=SECONDS
 dumps the Python stacks of the first and last rank once a step has run that
 long. Rank 0 prints "time STEP SECONDS groups G" as each step ends and, before
 new_group, "stores: ..." (the busiest store's proven connections and
@@ -145,9 +147,25 @@ def report(task, sizes) -> None:
         sys.stdout.flush()
 
 
+def torch_init():
+    """BENCH_JOB_INIT=torch: torch's own rendezvous (a TCPStore at
+    MASTER_ADDR:MASTER_PORT) in place of hcg.torch.init(), the control for
+    the new_group step: the same job without hcg's stores."""
+    import datetime
+
+    import hcg.env
+
+    task = hcg.env.from_environ()
+    dist.init_process_group("gloo", init_method="env://", rank=task.rank,
+                            world_size=task.world_size,
+                            timeout=datetime.timedelta(seconds=900))
+    return task
+
+
 def main() -> int:
     t0 = time.perf_counter()
-    task = ht.init(backend="gloo", timeout=900)
+    by_torch = os.environ.get("BENCH_JOB_INIT") == "torch"
+    task = torch_init() if by_torch else ht.init(backend="gloo", timeout=900)
     init_s = slowest(time.perf_counter() - t0)
     L, rank = task.layout, task.rank
     sizes = {d.name: d.size for d in L.grid(L.language).dims}
@@ -167,7 +185,7 @@ def main() -> int:
     # BENCH_JOB_STEPS=a,b runs only those steps; BENCH_JOB_STACKS=S has the
     # first and the last rank print every thread's Python stack to stderr
     # once a step has run S seconds (where a step that does not end waits).
-    only = os.environ.get("BENCH_JOB_STEPS", "")
+    only = "new_group" if by_torch else os.environ.get("BENCH_JOB_STEPS", "")
     if only:
         steps = [(n, f) for n, f in steps if n in only.split(",")]
     stacks = float(os.environ.get("BENCH_JOB_STACKS", "0") or 0)

@@ -39,6 +39,10 @@ if [ "${CLUSTER_PMIX:-1}" = 0 ]; then
   rdv=()
   way="no mpi_pmix: one store at rank 0 (MASTER_ADDR), the small-job path"
 fi
+if [ "${BENCH_JOB_INIT:-}" = torch ]; then
+  rdv=()
+  way="BENCH_JOB_INIT=torch: torch's own TCPStore (MASTER_ADDR), new_group alone, no hcg store"
+fi
 echo "layout: $LAYOUT"
 echo "tasks: $TASKS, --overcommit, gloo, ulimit -n $NOFILE; host: $(nproc) CPUs; $way"
 for r in $(seq 1 "$RUNS"); do
