@@ -156,6 +156,9 @@ def torch_init():
     import hcg.env
 
     task = hcg.env.from_environ()
+    # Debian's torch 2.x is built without libuv, which env:// asks for
+    # unless told otherwise (doc/torch.md).
+    os.environ.setdefault("USE_LIBUV", "0")
     dist.init_process_group("gloo", init_method="env://", rank=task.rank,
                             world_size=task.world_size,
                             timeout=datetime.timedelta(seconds=900))
