@@ -302,10 +302,15 @@ def timed_out(exc: BaseException) -> bool:
 
 
 def formation_error(what: str, timeout_s: float, store: Store,
-                    exc: BaseException, elapsed: float) -> HcgError:
+                    exc: BaseException, elapsed: float,
+                    prefix: str = "") -> HcgError:
     """The error for a step whose members all arrived but whose connection
     failed in torch (``exc``, after ``elapsed`` seconds): a member's own
-    report when there is one, else torch's reason in hcg's words."""
+    report when there is one, else torch's reason in hcg's words, naming
+    the store prefix the members met under (``prefix``, when given), which
+    tells one life of a group from another when the members' messages
+    are read side by side."""
+    under = "; the members met under '%s'" % prefix if prefix else ""
     if isinstance(exc, HcgError):
         return exc
     reported = failure(store) if store is not None else None
@@ -316,7 +321,8 @@ def formation_error(what: str, timeout_s: float, store: Store,
                              % (what, first_line(exc)))
     if timed_out(exc):
         return HcgTimeoutError(Status.ETIMEOUT, "%s did not form within %g s: its "
-                               "members did not all connect (torch: %s)"
-                               % (what, timeout_s, first_line(exc)))
+                               "members did not all connect (torch: %s%s)"
+                               % (what, timeout_s, first_line(exc), under))
     return HcgRuntimeError(Status.EIO, "%s: connecting its members failed after "
-                           "%.1f s (torch: %s)" % (what, elapsed, first_line(exc)))
+                           "%.1f s (torch: %s%s)" % (what, elapsed, first_line(exc),
+                                                     under))

@@ -659,7 +659,8 @@ class _Build:
                                    self.default_backend)
             except Exception as exc:  # pylint: disable=broad-except
                 raise _meet.formation_error(what, t, self.fresh(s), exc,
-                                            time.monotonic() - start) from None
+                                            time.monotonic() - start,
+                                            prefix) from None
         except _meet.Cancelled:
             raise
         except BaseException as exc:  # pylint: disable=broad-except
