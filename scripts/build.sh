@@ -10,10 +10,7 @@ shift
 jobs=$(nproc 2>/dev/null || echo 2)
 
 cd "$src"
-if [ ! -x configure ] || [ configure.ac -nt configure ] ||
-   [ -n "$(find . -name Makefile.am -newer configure 2>/dev/null | head -n 1)" ]; then
-  autoreconf -fi
-fi
+scripts/autogen.sh
 mkdir -p "$dir"
 cd "$dir"
 # The stamp is written once configure succeeded: a configure that was

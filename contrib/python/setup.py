@@ -60,7 +60,8 @@ def run(cmd, cwd=None, env=None):
 def project_tree():
     """The tree configure runs from: csrc/ in an sdist, else the checkout
     this directory is in, its configure generated when missing or older
-    than configure.ac or a Makefile.am (as scripts/build.sh does)."""
+    than configure.ac or a Makefile.am (scripts/autogen.sh, the rule
+    scripts/build.sh uses too)."""
     csrc = os.path.join(HERE, "csrc")
     if os.path.isfile(os.path.join(csrc, "configure")):
         return csrc
@@ -68,16 +69,7 @@ def project_tree():
     if not os.path.isfile(os.path.join(top, "configure.ac")):
         sys.exit("hcg: no C sources: neither csrc/ (an sdist) nor ../.. (a "
                  "checkout of hcg) has them")
-    conf = os.path.join(top, "configure")
-    inputs = [os.path.join(top, "configure.ac")] + [
-        os.path.join(top, d, "Makefile.am") for d in ("",) + ("runtime",) + OTHERS]
-    stale = not os.path.isfile(conf) or any(
-        os.path.getmtime(f) > os.path.getmtime(conf) for f in inputs)
-    if stale:
-        if shutil.which("autoreconf") is None:
-            sys.exit("hcg: %s has no generated configure, and autoreconf is "
-                     "not installed (autoconf, automake, libtool)" % top)
-        run(["autoreconf", "-fi"], cwd=top)
+    run([os.path.join(top, "scripts", "autogen.sh")])
     return top
 
 
