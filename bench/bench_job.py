@@ -5,8 +5,8 @@ each rank's store served.
     ulimit -n 1024; srun -n 64 --overcommit --mpi=pmix --hcg-layout=LAYOUT \
         python3 bench_job.py
 
-The same job, one after the other in this order, each step from a barrier and each
-ending with one all-reduce in every group it made (so that a group that
+The same job, one step after the other in this order, each from a barrier
+and each ending with one all-reduce in every group it made (so that a group that
 connects lazily has connected when the clock stops); every time is the
 slowest rank's:
 
@@ -26,9 +26,9 @@ new_group    the same groups as hcg, the way Megatron-LM makes them: every
 
 BENCH_JOB_STEPS=NAME,... runs only those steps; BENCH_JOB_INIT=torch
 starts with torch's own rendezvous (MASTER_ADDR/MASTER_PORT, a TCPStore)
-instead of hcg.torch.init() and runs new_group alone, the control; BENCH_JOB_STACKS=SECONDS
-dumps the Python stacks of the first and last rank once a step has run that
-long. Rank 0 prints "time STEP SECONDS groups G" as each step ends and, before
+instead of hcg.torch.init() and runs new_group alone, the control;
+BENCH_JOB_STACKS=SECONDS dumps the Python stacks of the first and last
+rank once a step has run that long. Rank 0 prints "time STEP SECONDS groups G" as each step ends and, before
 new_group, "stores: ..." (the busiest store's proven connections and
 requests, rank 0's, how many ranks' stores served anything) and "files: ..."
 (the most descriptors any rank held open, and the soft limit the tasks ran

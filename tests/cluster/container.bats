@@ -131,6 +131,12 @@ print(hcg.Layout("tp=2,dp=*", 4).enumerate("dp"))'
   [ "${lines[1]}" = '[[0, 2], [1, 3]]' ]
 }
 
+# exports LIB: the symbols LIB defines for others, sorted, one a line.
+exports() {
+  readelf --dyn-syms -W "$1" | awk '$5 == "GLOBAL" && $7 != "UND" { print $8 }' |
+    sed 's/@.*//' | sort
+}
+
 @test "the wheel's libhcg and hcg are the project's build: its hardening flags and only hcg_ exported" {
   # setup.py packages what configure and make built (no flags of its own):
   # what tests/build/hardening.sh holds the build to, it holds these to.
@@ -142,11 +148,9 @@ print(hcg.Layout("tp=2,dp=*", 4).enumerate("dp"))'
   [ "$status" -eq 0 ] && [[ "$output" == *"$w/hcg/libhcg.so.1: checked"* ]] &&
     [[ "$output" == *"$w/hcg/_bin/hcg: checked"* ]] || { echo "$output"; false; }
   # The export list of libhcg.la: hcg_* alone, as many as the build's.
-  run readelf --dyn-syms -W "$w/hcg/libhcg.so.1"
   local ours theirs
-  ours=$(awk '$5 == "GLOBAL" && $7 != "UND" { print $8 }' <<<"$output" | sed 's/@.*//' | sort)
-  theirs=$(readelf --dyn-syms -W "$BUILD/runtime/.libs/libhcg.so.1" |
-    awk '$5 == "GLOBAL" && $7 != "UND" { print $8 }' | sed 's/@.*//' | sort)
+  ours=$(exports "$w/hcg/libhcg.so.1")
+  theirs=$(exports "$BUILD/runtime/.libs/libhcg.so.1")
   [ -n "$ours" ] && ! grep -v '^hcg_' <<<"$ours" || { echo "$ours"; false; }
   [ "$ours" = "$theirs" ] || { diff <(echo "$theirs") <(echo "$ours"); false; }
 }

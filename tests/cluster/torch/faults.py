@@ -43,7 +43,7 @@ def main() -> int:
                 time.sleep(15)
                 print("skipped")
                 return 0
-            start = time.monotonic()
+            start, started = time.monotonic(), time.time()
             ht.new_collection(timeout=5)
         print("no error")
     except hcg.HcgError as exc:
