@@ -30,19 +30,18 @@ failed_lines() { task_out | grep '^comms [0-9]* failed '; }
 # grid collection; the rank fails with its message, its 7 peers (all share
 # the whole-grid group intra_dist_opt with it) with theirs; nobody keeps a
 # communicator, everyone made hcg-hello's fence and the call's two, and
-# nobody waited for the 20 s timeout.
+# nobody waited for the 20 s timeout (which starts after hcg-hello's own
+# exchange, so after the last task's start: ended_soon).
 one_fails() {
   export HCG_TEST_COMM_FAIL=$1
-  local rank=${1%%:*} t0=$SECONDS
-  hello 8 "$LAYOUT" --force-comm --timeout 20
-  local took=$((SECONDS - t0))
-  echo "took ${took}s" >&3
+  local rank=${1%%:*}
+  hello_cmd 8 "$LAYOUT" "$STAMP" "$OUT" "$HELLO" --force-comm --timeout 20
   [ "$status" -ne 0 ] || { show; false; }
   task_err | grep -q "^hcg-hello: rank $rank: HCG_ENCCL: $2" || { show; false; }
   [ "$(task_err | grep -c "HCG_ENCCL: the communicator of group 'llm:[a-z_-]*' was not formed: rank $rank $3")" -eq 7 ] || { show; false; }
   [ "$(failed_lines | wc -l)" -eq 8 ] || { show; false; }
   [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/3" ] || { show; false; }
-  [ "$took" -lt 15 ]
+  ended_soon "$OUT"/stamp.* 15 || { show; false; }
 }
 
 @test "a rank that fails before the exchange: every peer learns it at once" {
@@ -86,15 +85,13 @@ one_fails() {
     echo "SKIP: a GPU is present (this test is about a node without one)" >&3
     skip "a GPU is present"
   fi
-  local t0=$SECONDS
-  hello 8 "$LAYOUT" --force-comm --timeout 20
-  local took=$((SECONDS - t0))
+  hello_cmd 8 "$LAYOUT" "$STAMP" "$OUT" "$HELLO" --force-comm --timeout 20
   if [ "$status" -eq 0 ]; then
     skip "a GPU is present: hcg_comm_create succeeded"
   fi
   [ "$(task_err | grep -c 'HCG_ECUDA: no CUDA device')" -eq 8 ] || { show; false; }
   [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/3" ] || { show; false; }
-  [ "$took" -lt 15 ]
+  ended_soon "$OUT"/stamp.* 15 || { show; false; }
 }
 
 @test "under valgrind: no leak or memory error on the agreement's paths" {
@@ -188,22 +185,20 @@ last_epoch() {
   # agree through slice heads (agree.c); a relayed job takes 9 fences:
   # hcg-hello's exchange and relay, then hcg_comm_create's exchange, the
   # READY tree (2), the relay, the agreement and the DONE tree (2).
-  local case rank stage msg t0 took
+  local case rank stage msg
   for case in "13:init:failed to initialize it (NCCL error), so every member aborted it" \
     "4:prepare:failed before NCCL initialization (NCCL error), so every member left it uninitialized"; do
     rank=${case%%:*}
     stage=${case#*:}
     msg=${stage#*:}
     stage=${stage%%:*}
-    t0=$SECONDS
-    HCG_TEST_COMM_FAIL=$rank:$stage HCG_FANIN=4 hello 16 "$LAYOUT" --force-comm --timeout 20
-    took=$((SECONDS - t0))
-    echo "rank $rank fails at $stage: ${took}s" >&3
+    echo "rank $rank fails at $stage" >&3
+    HCG_TEST_COMM_FAIL=$rank:$stage HCG_FANIN=4 hello_cmd 16 "$LAYOUT" "$STAMP" "$OUT" "$HELLO" --force-comm --timeout 20
     [ "$status" -ne 0 ] || { show; false; }
     [ "$(task_err | grep -c "HCG_ENCCL: the communicator of group 'llm:[a-z_-]*' was not formed: rank $rank $msg")" -eq 15 ] || { show; false; }
     [ "$(failed_lines | wc -l)" -eq 16 ] || { show; false; }
     [ "$(failed_lines | awk '{print $5 "/" $7}' | sort -u)" = "0/9" ] || { show; false; }
-    [ "$took" -lt 15 ]
+    ended_soon "$OUT"/stamp.* 15 || { show; false; }
   done
 }
 

@@ -5,6 +5,9 @@
 # cluster_plugstack, cluster_conf_variant, cluster_wait_idle, ...
 # shellcheck source=tests/cluster/cluster.sh
 source "$BATS_TEST_DIRNAME/cluster.sh"
+# STAMP, ended_soon
+# shellcheck source=tests/cluster/timing.bash
+source "$BATS_TEST_DIRNAME/timing.bash"
 
 cluster_required() {
   if [ -z "${CLUSTER_DIR:-}" ] || [ -z "${SLURM_CONF:-}" ]; then

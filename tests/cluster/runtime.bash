@@ -13,6 +13,9 @@
 # need_pmix
 # shellcheck source=tests/cluster/cluster.sh
 source "$BATS_TEST_DIRNAME/cluster.sh"
+# STAMP, ended_soon
+# shellcheck source=tests/cluster/timing.bash
+source "$BATS_TEST_DIRNAME/timing.bash"
 
 runtime_setup() {
   [ -n "${SLURM_CONF:-}" ] && [ -n "${HCG_BUILD:-}" ] || {
@@ -47,7 +50,7 @@ hello_cmd() {
   local n=$1 layout=$2
   shift 2
   need_pmix
-  rm -f "$OUT"/out.* "$OUT"/err.*
+  rm -f "$OUT"/out.* "$OUT"/err.* "$OUT"/stamp.*
   run timeout -k 5 120 srun -n "$n" --overcommit --mpi=pmix \
     --hcg-layout="$layout" --output="$OUT/out.%t" --error="$OUT/err.%t" \
     "$@"

@@ -97,18 +97,6 @@ after_below() {
   cat "${@:1:$#-1}" | awk -v l="$limit" '$1 == "after" && $2 >= l { bad = 1 } END { exit bad }'
 }
 
-# ended_soon FILES... LIMIT: every task of FILES ended ("ended EPOCH")
-# less than LIMIT seconds after the last of them started ("started
-# EPOCH"): on a loaded node tasks start seconds apart, and a collective
-# step can end only once the last one is there.
-ended_soon() {
-  local limit=${*: -1}
-  cat "${@:1:$#-1}" | awk -v l="$limit" '
-    $1 == "started" && $2 > last { last = $2 }
-    $1 == "ended" { end[n++] = $2 }
-    END { if (n == 0 || last == "") exit 1; for (i = 0; i < n; i++) if (end[i] - last >= l) exit 1 }'
-}
-
 # one_rank_fails R: rank R's RANK disagrees with the layout, so it fails in
 # init() before the others could know; they must name it at once.
 one_rank_fails() {
