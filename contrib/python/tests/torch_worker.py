@@ -655,6 +655,7 @@ SCENARIOS = {"shared": check_shared, "titan": check_titan,
 def main() -> int:
     scenario, rank, world, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     arg = sys.argv[5] if len(sys.argv) > 5 else ""
+    store = None
     try:
         import torch.distributed as dist
         import hcg.torch as ht
@@ -707,23 +708,42 @@ def main() -> int:
         result = SCENARIOS[scenario](rank, world, arg)
     except Exception:
         print("RESULT " + json.dumps({"exception": traceback.format_exc()}), flush=True)
+        _outlive_peers(_job_store(store), rank, world)
         return 3
     print("RESULT " + json.dumps(result), flush=True)
-    _outlive_peers(store or dist.distributed_c10d._get_default_store(), rank, world)
+    _outlive_peers(_job_store(store), rank, world)
     return 0
 
 
+def _job_store(store):
+    """The store the ranks count their ends on: the worker's own, else
+    torch's default one (None when neither exists)."""
+    if store is not None:
+        return store
+    try:
+        import torch.distributed as dist
+
+        return dist.distributed_c10d._get_default_store()
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
 def _outlive_peers(store, rank: int, world: int) -> None:
-    """Rank 0 hosts the store: it stays until every rank is done (30 s at
-    most), so that a rank still naming the members that never arrived
-    (which reads the store) does not find it gone."""
+    """Every rank stays until every rank is done (30 s at most), as a job
+    ends with a barrier: rank 0 hosts the store, which a rank still naming
+    the members that never arrived reads; and gloo's connection of a group
+    is no barrier, so a member that ended at once closed the sockets of a
+    group its peers were still connecting ("Connection closed by peer" on
+    ranks 6 and 7 of test_torchtitan_keys_pp's last group, on a loaded
+    machine, while ranks 2 and 3 had already left)."""
     import time
 
+    if store is None:
+        return
     try:
         store.add("worker_done", 1)
         deadline = time.monotonic() + 30
-        while rank == 0 and store.add("worker_done", 0) < world and \
-                time.monotonic() < deadline:
+        while store.add("worker_done", 0) < world and time.monotonic() < deadline:
             time.sleep(0.05)
     except Exception:  # pylint: disable=broad-except
         pass  # a peer's store is gone: nothing left to outlive
