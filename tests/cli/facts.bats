@@ -74,17 +74,17 @@ has_block() {
   has_block "$S/README.md" "$T/fields"
   has_block "$S/doc/semantics.md" "$T/fields"
   has_block "$S/runtime/cli/hcg.1" "$T/fields"
-  # hcg.h: enum hcg_field in the same order, each comment its dims.
+  # hcg_layout.h: enum hcg_field in the same order, each comment its dims.
   local name view dims want got upper
   tail -n +2 "$T/fields" | while read -r name view dims; do
     upper=$(tr a-z A-Z <<<"$name")
     want=$dims
     [ "$view" = expert ] && [[ "$dims" != "the same group as "* ]] && want="expert: $dims"
-    got=$(sed -nE "s|^ *HCG_FIELD_${upper}, */\* *(.*[^ ]) *\*/.*|\1|p" "$S/runtime/hcg.h")
-    [ "$got" = "$want" ] || { echo "hcg.h: HCG_FIELD_$upper says '$got', hcg help fields '$want'"; false; }
+    got=$(sed -nE "s|^ *HCG_FIELD_${upper}, */\* *(.*[^ ]) *\*/.*|\1|p" "$S/runtime/hcg_layout.h")
+    [ "$got" = "$want" ] || { echo "hcg_layout.h: HCG_FIELD_$upper says '$got', hcg help fields '$want'"; false; }
   done
   tail -n +2 "$T/fields" | awk '{ print "HCG_FIELD_" toupper($1) }' >"$T/want-order"
-  grep -oE '^ *HCG_FIELD_[A-Z_]+,' "$S/runtime/hcg.h" | tr -d ' ,' >"$T/got-order"
+  grep -oE '^ *HCG_FIELD_[A-Z_]+,' "$S/runtime/hcg_layout.h" | tr -d ' ,' >"$T/got-order"
   diff "$T/want-order" "$T/got-order"
   # The Python binding's FIELDS: written out, in the same order (enum
   # hcg_field); else asked of the library (hcg_field_name), as it is now,

@@ -20,7 +20,7 @@ from . import _lib
 class Status(enum.IntEnum):
     """enum hcg_status of hcg.h (the values are part of the stable ABI).
 
-    Retyped from runtime/hcg.h, which libhcg cannot list at run time;
+    Retyped from runtime/hcg_base.h, which libhcg cannot list at run time;
     tests/test_errors.py parses the header and fails when the two differ.
     """
 
