@@ -205,61 +205,68 @@ static void svg_tp_boxes(FILE *out, const struct desc *d,
     }
 }
 
-int explain_svg(FILE *out, const struct desc *d,
-                const struct explain_opts *opts, struct desc_rank *r) {
-  if (d->world > SVG_MAX_RANKS) {
-    fprintf(stderr,
-            "hcg: --format svg draws at most %d ranks; this layout has %d\n",
-            SVG_MAX_RANKS, d->world);
-    return EXIT_OTHER;
-  }
-  int nodes = d->placement.set ? d->placement.p.nodes : 1;
-  int bsize = d->placement.set ? d->placement.domain_size : 0;
-  int left = PAD + (bsize ? DOMAIN_W : 0); /* where node boxes start */
-  struct cell *cells = calloc((size_t)d->world, sizeof *cells);
-  int *order = malloc(sizeof *order * (size_t)d->world);
-  int *count = calloc((size_t)nodes + 1, sizeof *count);
-  if (!cells || !order || !count) {
-    free(cells), free(order), free(count);
-    fputs("hcg: out of memory\n", stderr);
-    return EXIT_OTHER;
-  }
-  /* Ranks grouped by node, ascending inside a node. */
+/* The picture's frame: ranks sorted by node, and where everything goes. */
+struct picture {
+  struct cell *cells; /* by rank */
+  int *order;         /* ranks grouped by node, ascending inside a node */
+  int *count;         /* count[k]: where node k's ranks end in order */
+  int nodes, bsize;   /* nodes, and nodes per domain (0: no domains) */
+  int left;           /* where node boxes start */
+  int cols, row_h;    /* ranks per row, and a row's height */
+  int width, height;
+};
+
+/* Ranks of node k (count[k - 1] to count[k] in order) fill rows of cols. */
+static int node_rows(const struct picture *pic, int k) {
+  int n = pic->count[k] - (k ? pic->count[k - 1] : 0);
+  return n ? (n + pic->cols - 1) / pic->cols : 1;
+}
+
+/* Sorts the ranks by node and places every cell: rows as wide as the
+ * fullest node, up to ROW_CELLS ranks, domains a gap apart. */
+static void lay_out(const struct desc *d, struct picture *pic) {
+  int nodes = pic->nodes, *count = pic->count;
   for (int rank = 0; rank < d->world; rank++) {
-    cells[rank].node = d->placement.set ? describe_node(d, rank) : -1;
-    count[(cells[rank].node < 0 ? 0 : cells[rank].node) + 1]++;
+    pic->cells[rank].node = d->placement.set ? describe_node(d, rank) : -1;
+    count[(pic->cells[rank].node < 0 ? 0 : pic->cells[rank].node) + 1]++;
   }
   for (int k = 1; k <= nodes; k++)
     count[k] += count[k - 1];
   for (int rank = 0; rank < d->world; rank++) {
-    int k = cells[rank].node < 0 ? 0 : cells[rank].node;
-    order[count[k]++] = rank; /* count[k] now ends node k */
+    int k = pic->cells[rank].node < 0 ? 0 : pic->cells[rank].node;
+    pic->order[count[k]++] = rank; /* count[k] now ends node k */
   }
-  /* Rows as wide as the fullest node, up to ROW_CELLS ranks. */
-  int cols = 1;
+  pic->cols = 1;
   for (int k = 0, prev = 0; k < nodes; prev = count[k++])
-    if (count[k] - prev > cols)
-      cols = count[k] - prev < ROW_CELLS ? count[k] - prev : ROW_CELLS;
-  int row_h = CELL_H + d->ngrids * BAND_H + 2 * GAP;
-  int width =
-      2 * PAD + (bsize ? DOMAIN_W : 0) + LABEL_W + cols * CELL_W + 2 * GAP;
-  if (width < (bsize ? 760 : 560))
-    width = bsize ? 760 : 560; /* room for the title and the legend */
-  int y = HEAD_H, at = 0;
+    if (count[k] - prev > pic->cols)
+      pic->cols = count[k] - prev < ROW_CELLS ? count[k] - prev : ROW_CELLS;
+  pic->row_h = CELL_H + d->ngrids * BAND_H + 2 * GAP;
+  int bsize = pic->bsize;
+  pic->width =
+      2 * PAD + (bsize ? DOMAIN_W : 0) + LABEL_W + pic->cols * CELL_W + 2 * GAP;
+  if (pic->width < (bsize ? 760 : 560))
+    pic->width = bsize ? 760 : 560; /* room for the title and the legend */
+  int y = HEAD_H;
   for (int k = 0; k < nodes; k++) {
-    int first = at, n = count[k] - first;
-    int rows = n ? (n + cols - 1) / cols : 1;
+    int first = k ? count[k - 1] : 0, n = count[k] - first;
     for (int i = 0; i < n; i++) {
-      struct cell *c = &cells[order[first + i]];
-      c->x = left + LABEL_W + (i % cols) * CELL_W + GAP;
-      c->y = y + GAP + (i / cols) * row_h;
+      struct cell *c = &pic->cells[pic->order[first + i]];
+      c->x = pic->left + LABEL_W + (i % pic->cols) * CELL_W + GAP;
+      c->y = y + GAP + (i / pic->cols) * pic->row_h;
     }
-    at = count[k];
-    y += rows * row_h + GAP;
+    y += node_rows(pic, k) * pic->row_h + GAP;
     if (bsize && (k + 1) % bsize == 0)
       y += GAP; /* between domains */
   }
-  int height = y + PAD;
+  pic->height = y + PAD;
+}
+
+/* What each cell shows: bands and stages, tp groups across nodes, the
+ * groups of --rank, the dots of groups across domains. Returns how many
+ * groups got a dot. */
+static int fill_cells(const struct desc *d, const struct explain_opts *opts,
+                      struct desc_rank *r, struct picture *pic) {
+  struct cell *cells = pic->cells;
   for (int rank = 0; rank < d->world; rank++) {
     describe_rank(d, rank, DESC_PLACE, r);
     fill_cell(d, r, &cells[rank]);
@@ -274,10 +281,16 @@ int explain_svg(FILE *out, const struct desc *d,
   if (opts->rank >= 0)
     mark_groups(d, r, opts->rank, cells);
   struct dotting dotting = {cells, d->world, 0};
-  for (int i = 0; bsize && i < d->placement.ndomain_checks; i++)
+  for (int i = 0; pic->bsize && i < d->placement.ndomain_checks; i++)
     if (d->placement.domain_check[i].crossing)
       describe_crossing_groups(d, i, dot_group, &dotting);
+  return dotting.next;
+}
 
+/* The document's start: its title and the legend line. */
+static void svg_head(FILE *out, const struct desc *d, const struct picture *pic,
+                     int dotted) {
+  int width = pic->width, height = pic->height;
   fprintf(out,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
           "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
@@ -292,9 +305,9 @@ int explain_svg(FILE *out, const struct desc *d,
   put_escaped(out, d->text);
   fprintf(out, " (%d ranks", d->world);
   if (d->placement.set)
-    fprintf(out, " on %d nodes", nodes);
-  if (bsize)
-    fprintf(out, " in %d domains of %d", d->placement.ndomains, bsize);
+    fprintf(out, " on %d nodes", pic->nodes);
+  if (pic->bsize)
+    fprintf(out, " in %d domains of %d", d->placement.ndomains, pic->bsize);
   fputs(")</text>\n", out);
   int lx = PAD;
   for (int g = 0; g < d->ngrids; g++) {
@@ -307,49 +320,81 @@ int explain_svg(FILE *out, const struct desc *d,
   fprintf(out,
           "<text x=\"%d\" y=\"41\" font-size=\"12\">boxes: tp groups "
           "(red dashed: across nodes); ppN: pipeline stage%s</text>\n",
-          lx + 10, dotting.next ? "; dots: groups across domains" : "");
-  y = HEAD_H;
-  at = 0;
-  for (int k = 0; k < nodes; k++) {
-    int n = count[k] - at;
-    int rows = n ? (n + cols - 1) / cols : 1;
-    if (bsize && k % bsize == 0) {
-      /* The domain's frame: its nodes' boxes, as laid out above. */
-      int last = k + bsize < nodes ? k + bsize : nodes, h = 0;
-      for (int j = k, prev = at; j < last; prev = count[j++]) {
-        int m = count[j] - prev;
-        h += (m ? (m + cols - 1) / cols : 1) * row_h + GAP;
-      }
-      fprintf(out,
-              "<g><title>domain %d: nodes %d-%d</title><rect x=\"%d\" "
-              "y=\"%d\" width=\"%d\" height=\"%d\" rx=\"8\" fill=\"none\" "
-              "stroke=\"#445566\" stroke-width=\"2\"/><text x=\"%d\" "
-              "y=\"%d\" font-size=\"12\" transform=\"rotate(-90 %d %d)\">"
-              "domain %d</text></g>\n",
-              k / bsize, k, last - 1, PAD, y - GAP / 2, width - 2 * PAD, h,
-              PAD + 15, y + h / 2 + 24, PAD + 15, y + h / 2 + 24, k / bsize);
-    }
+          lx + 10, dotted ? "; dots: groups across domains" : "");
+}
+
+/* The frame of the domain that starts with node k, at height y. */
+static void svg_domain(FILE *out, const struct picture *pic, int k, int y) {
+  int last = k + pic->bsize < pic->nodes ? k + pic->bsize : pic->nodes, h = 0;
+  for (int j = k; j < last; j++)
+    h += node_rows(pic, j) * pic->row_h + GAP;
+  fprintf(out,
+          "<g><title>domain %d: nodes %d-%d</title><rect x=\"%d\" "
+          "y=\"%d\" width=\"%d\" height=\"%d\" rx=\"8\" fill=\"none\" "
+          "stroke=\"#445566\" stroke-width=\"2\"/><text x=\"%d\" "
+          "y=\"%d\" font-size=\"12\" transform=\"rotate(-90 %d %d)\">"
+          "domain %d</text></g>\n",
+          k / pic->bsize, k, last - 1, PAD, y - GAP / 2, pic->width - 2 * PAD,
+          h, PAD + 15, y + h / 2 + 24, PAD + 15, y + h / 2 + 24,
+          k / pic->bsize);
+}
+
+/* Every node's box with its ranks, in the domains' frames. */
+static void svg_nodes(FILE *out, const struct desc *d,
+                      const struct picture *pic, int mark_rank) {
+  int y = HEAD_H, bsize = pic->bsize;
+  for (int k = 0; k < pic->nodes; k++) {
+    int at = k ? pic->count[k - 1] : 0, n = pic->count[k] - at;
+    int rows = node_rows(pic, k);
+    if (bsize && k % bsize == 0)
+      svg_domain(out, pic, k, y);
     fprintf(out,
             "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"6\" "
             "fill=\"#eef1f5\" stroke=\"#8899aa\"/>\n",
-            left, y, width - PAD - left - (bsize ? GAP : 0), rows * row_h);
+            pic->left, y, pic->width - PAD - pic->left - (bsize ? GAP : 0),
+            rows * pic->row_h);
     if (d->placement.set)
       fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"13\">node %d</text>\n",
-              left + 8, y + 20, k);
+              pic->left + 8, y + 20, k);
     else
       fprintf(out, "<text x=\"%d\" y=\"%d\" font-size=\"13\">ranks</text>\n",
-              left + 8, y + 20);
+              pic->left + 8, y + 20);
     for (int i = 0; i < n; i++)
-      svg_cell(out, d, cells, order[at + i], opts->rank);
-    svg_tp_boxes(out, d, cells, order + at, n);
-    at = count[k];
-    y += rows * row_h + GAP;
+      svg_cell(out, d, pic->cells, pic->order[at + i], mark_rank);
+    svg_tp_boxes(out, d, pic->cells, pic->order + at, n);
+    y += rows * pic->row_h + GAP;
     if (bsize && (k + 1) % bsize == 0)
       y += GAP;
   }
+}
+
+int explain_svg(FILE *out, const struct desc *d,
+                const struct explain_opts *opts, struct desc_rank *r) {
+  if (d->world > SVG_MAX_RANKS) {
+    fprintf(stderr,
+            "hcg: --format svg draws at most %d ranks; this layout has %d\n",
+            SVG_MAX_RANKS, d->world);
+    return EXIT_OTHER;
+  }
+  struct picture pic = {0};
+  pic.nodes = d->placement.set ? d->placement.p.nodes : 1;
+  pic.bsize = d->placement.set ? d->placement.domain_size : 0;
+  pic.left = PAD + (pic.bsize ? DOMAIN_W : 0);
+  pic.cells = calloc((size_t)d->world, sizeof *pic.cells);
+  pic.order = malloc(sizeof *pic.order * (size_t)d->world);
+  pic.count = calloc((size_t)pic.nodes + 1, sizeof *pic.count);
+  if (!pic.cells || !pic.order || !pic.count) {
+    free(pic.cells), free(pic.order), free(pic.count);
+    fputs("hcg: out of memory\n", stderr);
+    return EXIT_OTHER;
+  }
+  lay_out(d, &pic);
+  int dotted = fill_cells(d, opts, r, &pic);
+  svg_head(out, d, &pic, dotted);
+  svg_nodes(out, d, &pic, opts->rank);
   fputs("</svg>\n", out);
-  free(cells);
-  free(order);
-  free(count);
+  free(pic.cells);
+  free(pic.order);
+  free(pic.count);
   return 0;
 }

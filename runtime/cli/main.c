@@ -204,116 +204,97 @@ static int parse_count(const char *s, int min, int *out) {
   return 0;
 }
 
-static int parse_args(int argc, char **argv, struct options *o) {
-  static const struct option longopts[] = {
-      {"world", required_argument, NULL, 'n'},
-      {"language", required_argument, NULL, 'l'},
-      {"rank", required_argument, NULL, 'r'},
-      {"format", required_argument, NULL, 'f'},
-      {"full", no_argument, NULL, 'F'},
-      {"nodes", required_argument, NULL, 'N'},
-      {"tasks-per-node", required_argument, NULL, 'K'},
-      {"distribution", required_argument, NULL, 'm'},
-      {"intra-node-dims", required_argument, NULL, 'D'},
-      {"domain-size", required_argument, NULL, 'B'},
-      {"intra-domain-dims", required_argument, NULL, 'E'},
-      {"help", no_argument, NULL, 'h'},
-      {"version", no_argument, NULL, 'V'},
-      {NULL, 0, NULL, 0}};
-  int c;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+n:l:r:f:N:m:B:hV", longopts, NULL)) !=
-             -1 ||
-         optind < argc) {
-    if (c == -1) {
-      /* A positional argument: collect it and go on parsing options. */
-      const char *arg = argv[optind++];
-      if (o->layout == NULL && o->cmd == (enum command) - 1) {
-        if (!strcmp(arg, "check"))
-          o->cmd = CMD_CHECK;
-        else if (!strcmp(arg, "enum"))
-          o->cmd = CMD_ENUM;
-        else if (!strcmp(arg, "explain"))
-          o->cmd = CMD_EXPLAIN;
-        else if (!strcmp(arg, "env"))
-          o->cmd = CMD_ENV;
-        else
-          return usage_error("unknown command '%s'", arg);
-      } else if (!o->layout) {
-        o->layout = arg;
-      } else if (o->cmd == CMD_ENUM && !o->spec) {
-        o->spec = arg;
-      } else {
-        return usage_error("unexpected argument '%s'", arg);
+/* A positional argument: the command, then the layout, then enum's spec. */
+static int take_positional(struct options *o, const char *arg) {
+  if (o->layout == NULL && o->cmd == (enum command) - 1) {
+    for (size_t i = 0; i < sizeof command_names / sizeof *command_names; i++)
+      if (!strcmp(arg, command_names[i])) {
+        o->cmd = (enum command)i;
+        return 0;
       }
-      continue;
-    }
-    switch (c) {
-    case 'n':
-      if (parse_count(optarg, 1, &o->world))
-        return usage_error("-n wants a positive number of ranks, got '%s'",
-                           optarg);
-      break;
-    case 'l':
-      o->language = optarg;
-      break;
-    case 'r':
-      if (parse_count(optarg, 0, &o->rank))
-        return usage_error("--rank wants a rank (0, 1, ...), got '%s'", optarg);
-      break;
-    case 'f':
-      o->json = !strcmp(optarg, "json");
-      o->svg = !strcmp(optarg, "svg");
-      if (!o->json && !o->svg && strcmp(optarg, "text"))
-        return usage_error("--format is text, json or svg, got '%s'", optarg);
-      break;
-    case 'F':
-      o->full = 1;
-      break;
-    case 'N':
-      if (parse_count(optarg, 1, &o->nodes))
-        return usage_error("--nodes wants a positive number, got '%s'", optarg);
-      break;
-    case 'K':
-      if (parse_count(optarg, 1, &o->tasks_per_node))
-        return usage_error("--tasks-per-node wants a positive number, got '%s'",
-                           optarg);
-      break;
-    case 'm':
-      o->distribution = optarg;
-      break;
-    case 'D':
-      if (!hcg_placement_dims_valid(optarg))
-        return usage_error("--intra-node-dims wants dim names separated by "
-                           "commas, got '%s'",
-                           optarg);
-      o->dims = optarg;
-      break;
-    case 'B':
-      if (parse_count(optarg, 1, &o->domain_size))
-        return usage_error("--domain-size wants a positive number of nodes, "
-                           "got '%s'",
-                           optarg);
-      break;
-    case 'E':
-      if (strcmp(optarg, "none") && !hcg_placement_dims_valid(optarg))
-        return usage_error("--intra-domain-dims wants dim names separated "
-                           "by commas, or none, got '%s'",
-                           optarg);
-      o->domain_dims = strcmp(optarg, "none") ? optarg : "";
-      break;
-    case 'h':
-      print_help(o->cmd == (enum command) - 1 ? NULL : command_names[o->cmd]);
-      exit(0);
-    case 'V':
-      printf("hcg %s\n", hcg_version());
-      exit(0);
-    default:
-      if (optopt)
-        return usage_error("option -%c is unknown or needs a value", optopt);
-      return usage_error("unknown option '%s'", argv[optind - 1]);
-    }
+    return usage_error("unknown command '%s'", arg);
+  } else if (!o->layout) {
+    o->layout = arg;
+  } else if (o->cmd == CMD_ENUM && !o->spec) {
+    o->spec = arg;
+  } else {
+    return usage_error("unexpected argument '%s'", arg);
   }
+  return 0;
+}
+
+/* One option (getopt_long's c and optarg). -h and -V print and exit. */
+static int take_option(int c, struct options *o, char **argv) {
+  switch (c) {
+  case 'n':
+    if (parse_count(optarg, 1, &o->world))
+      return usage_error("-n wants a positive number of ranks, got '%s'",
+                         optarg);
+    break;
+  case 'l':
+    o->language = optarg;
+    break;
+  case 'r':
+    if (parse_count(optarg, 0, &o->rank))
+      return usage_error("--rank wants a rank (0, 1, ...), got '%s'", optarg);
+    break;
+  case 'f':
+    o->json = !strcmp(optarg, "json");
+    o->svg = !strcmp(optarg, "svg");
+    if (!o->json && !o->svg && strcmp(optarg, "text"))
+      return usage_error("--format is text, json or svg, got '%s'", optarg);
+    break;
+  case 'F':
+    o->full = 1;
+    break;
+  case 'N':
+    if (parse_count(optarg, 1, &o->nodes))
+      return usage_error("--nodes wants a positive number, got '%s'", optarg);
+    break;
+  case 'K':
+    if (parse_count(optarg, 1, &o->tasks_per_node))
+      return usage_error("--tasks-per-node wants a positive number, got '%s'",
+                         optarg);
+    break;
+  case 'm':
+    o->distribution = optarg;
+    break;
+  case 'D':
+    if (!hcg_placement_dims_valid(optarg))
+      return usage_error("--intra-node-dims wants dim names separated by "
+                         "commas, got '%s'",
+                         optarg);
+    o->dims = optarg;
+    break;
+  case 'B':
+    if (parse_count(optarg, 1, &o->domain_size))
+      return usage_error("--domain-size wants a positive number of nodes, "
+                         "got '%s'",
+                         optarg);
+    break;
+  case 'E':
+    if (strcmp(optarg, "none") && !hcg_placement_dims_valid(optarg))
+      return usage_error("--intra-domain-dims wants dim names separated "
+                         "by commas, or none, got '%s'",
+                         optarg);
+    o->domain_dims = strcmp(optarg, "none") ? optarg : "";
+    break;
+  case 'h':
+    print_help(o->cmd == (enum command) - 1 ? NULL : command_names[o->cmd]);
+    exit(0);
+  case 'V':
+    printf("hcg %s\n", hcg_version());
+    exit(0);
+  default:
+    if (optopt)
+      return usage_error("option -%c is unknown or needs a value", optopt);
+    return usage_error("unknown option '%s'", argv[optind - 1]);
+  }
+  return 0;
+}
+
+/* The options that make sense only together, or only for one command. */
+static int check_options(const struct options *o) {
   if (o->cmd == (enum command) - 1)
     return usage_error("%s", "a command is needed");
   if (!o->layout)
@@ -339,6 +320,36 @@ static int parse_args(int argc, char **argv, struct options *o) {
   if ((o->nodes || o->tasks_per_node) && o->cmd == CMD_ENUM)
     return usage_error("%s", "enum takes no placement");
   return 0;
+}
+
+static int parse_args(int argc, char **argv, struct options *o) {
+  static const struct option longopts[] = {
+      {"world", required_argument, NULL, 'n'},
+      {"language", required_argument, NULL, 'l'},
+      {"rank", required_argument, NULL, 'r'},
+      {"format", required_argument, NULL, 'f'},
+      {"full", no_argument, NULL, 'F'},
+      {"nodes", required_argument, NULL, 'N'},
+      {"tasks-per-node", required_argument, NULL, 'K'},
+      {"distribution", required_argument, NULL, 'm'},
+      {"intra-node-dims", required_argument, NULL, 'D'},
+      {"domain-size", required_argument, NULL, 'B'},
+      {"intra-domain-dims", required_argument, NULL, 'E'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+n:l:r:f:N:m:B:hV", longopts, NULL)) !=
+             -1 ||
+         optind < argc) {
+    /* c == -1: a positional argument; collect it and go on parsing. */
+    int rc =
+        c == -1 ? take_positional(o, argv[optind++]) : take_option(c, o, argv);
+    if (rc)
+      return rc;
+  }
+  return check_options(o);
 }
 
 static int print_enum(const hcg_layout *L, const char *spec) {
@@ -420,22 +431,67 @@ static int print_placement(const hcg_layout *L, const hcg_placement *p,
   return 0;
 }
 
+/* Runs the parsed command on the layout (placement NULL: none asked). */
+static int run_command(const hcg_layout *L, const struct options *o,
+                       const hcg_placement *place) {
+  switch (o->cmd) {
+  case CMD_CHECK:
+    puts(hcg_layout_text(L));
+    return place ? print_placement(L, place, o) : 0;
+  case CMD_ENUM:
+    return print_enum(L, o->spec);
+  case CMD_EXPLAIN: {
+    struct explain_opts eo = {.rank = o->rank,
+                              .json = o->json,
+                              .full = o->full,
+                              .svg = o->svg,
+                              .placement = place,
+                              .dims = o->dims,
+                              .domain_size = o->domain_size,
+                              .domain_dims = o->domain_dims};
+    return hcg_cli_explain(stdout, L, &eo);
+  }
+  case CMD_ENV:
+    hcg_rank_env(L, o->rank, print_env_var, NULL);
+    if (place) {
+      struct model m = {place, o->domain_size};
+      hcg_rank_placement_env(L, o->rank, o->dims, placement_node, &m,
+                             print_env_var, NULL);
+      if (o->domain_size)
+        hcg_rank_domain_env(L, o->rank, o->domain_dims, placement_domain, &m,
+                            print_env_var, NULL);
+    }
+    return 0;
+  }
+  return 0;
+}
+
+/* The layout of the options, parsed for their world and language: 0, or
+ * the exit status of the error it printed. */
+static int load_layout(const struct options *o, hcg_layout **L) {
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = o->world;
+  cfg.language = o->language;
+  hcg_error err = HCG_ERROR_INIT;
+  int rc = hcg_layout_load(o->layout, &cfg, L, &err);
+  if (rc) {
+    fprintf(stderr, "hcg: %s\n", err.message);
+    return rc == HCG_ESYNTAX || rc == HCG_ELAYOUT || rc == HCG_ELIMIT
+               ? EXIT_BAD_LAYOUT
+               : EXIT_OTHER;
+  }
+  if (o->rank >= hcg_layout_world_size(*L)) {
+    fprintf(stderr, "hcg: rank %d is outside the world of %d ranks\n", o->rank,
+            hcg_layout_world_size(*L));
+    hcg_layout_free(*L);
+    *L = NULL;
+    return EXIT_OTHER;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  struct options o = {(enum command) - 1,
-                      0,
-                      NULL,
-                      -1,
-                      0,
-                      0,
-                      0,
-                      0,
-                      0,
-                      0,
-                      NULL,
-                      NULL,
-                      NULL,
-                      NULL,
-                      NULL};
+  struct options o = {.cmd = (enum command) - 1, .rank = -1};
   if (argc < 2) {
     fputs(usage_text, stderr);
     return EXIT_USAGE;
@@ -453,27 +509,13 @@ int main(int argc, char **argv) {
   rc = parse_args(argc, argv, &o);
   if (rc)
     return rc;
-
-  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
-  cfg.world_size = o.world;
-  cfg.language = o.language;
   hcg_layout *L;
-  hcg_error err = HCG_ERROR_INIT;
-  rc = hcg_layout_load(o.layout, &cfg, &L, &err);
-  if (rc) {
-    fprintf(stderr, "hcg: %s\n", err.message);
-    return rc == HCG_ESYNTAX || rc == HCG_ELAYOUT || rc == HCG_ELIMIT
-               ? EXIT_BAD_LAYOUT
-               : EXIT_OTHER;
-  }
-  if (o.rank >= hcg_layout_world_size(L)) {
-    fprintf(stderr, "hcg: rank %d is outside the world of %d ranks\n", o.rank,
-            hcg_layout_world_size(L));
-    hcg_layout_free(L);
-    return EXIT_OTHER;
-  }
+  rc = load_layout(&o, &L);
+  if (rc)
+    return rc;
 
   hcg_placement place;
+  hcg_error err = HCG_ERROR_INIT;
   int placed = o.nodes || o.tasks_per_node;
   if (placed &&
       hcg_placement_make(hcg_layout_world_size(L), o.nodes, o.tasks_per_node,
@@ -481,35 +523,7 @@ int main(int argc, char **argv) {
     hcg_layout_free(L);
     return usage_error("%s", err.message);
   }
-
-  switch (o.cmd) {
-  case CMD_CHECK:
-    puts(hcg_layout_text(L));
-    if (placed)
-      rc = print_placement(L, &place, &o);
-    break;
-  case CMD_ENUM:
-    rc = print_enum(L, o.spec);
-    break;
-  case CMD_EXPLAIN: {
-    struct explain_opts eo = {
-        o.rank, o.json,        o.full,       o.svg, placed ? &place : NULL,
-        o.dims, o.domain_size, o.domain_dims};
-    rc = hcg_cli_explain(stdout, L, &eo);
-    break;
-  }
-  case CMD_ENV:
-    hcg_rank_env(L, o.rank, print_env_var, NULL);
-    if (placed) {
-      struct model m = {&place, o.domain_size};
-      hcg_rank_placement_env(L, o.rank, o.dims, placement_node, &m,
-                             print_env_var, NULL);
-      if (o.domain_size)
-        hcg_rank_domain_env(L, o.rank, o.domain_dims, placement_domain, &m,
-                            print_env_var, NULL);
-    }
-    break;
-  }
+  rc = run_command(L, &o, placed ? &place : NULL);
   hcg_layout_free(L);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     fprintf(stderr, "hcg: cannot write the output: %s\n", strerror(errno));
