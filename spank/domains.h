@@ -37,43 +37,12 @@
 #include <stddef.h>
 
 #include "hcg.h"
+#include "hostlist.h"
+#include "step.h"
 
-#define HCGP_STEP_NODES_MAX (1 << 20)
-#define HCGP_NODE_NAME_MAX 255
 #define HCGP_HOSTS_MAX (1L << 22)
 /* topology.conf larger than this is not read. */
 #define HCGP_TOPOLOGY_MAX_BYTES (8 << 20)
-
-/* Expands a Slurm host list ("n[1-3,08-10],m2", bracket ranges padded to
- * the width of their first number) into names, in order: fn(arg, name,
- * len) per name; a non-zero return stops and is returned. -1 for a
- * malformed list, a name over HCGP_NODE_NAME_MAX bytes or more than max
- * names. */
-typedef int (*hcgp_host_fn)(void *arg, const char *name, size_t len);
-int hcgp_hostlist_each(const char *list, size_t len, long max, hcgp_host_fn fn,
-                       void *arg);
-
-/* SLURM_STEP_TASKS_PER_NODE ("2(x3),1") into counts[0 .. nnodes-1], each
- * at least 1; 0, or -1 when it does not give exactly nnodes counts. */
-int hcgp_tasks_per_node(const char *s, int nnodes, int *counts);
-
-/* Where the tasks of a step run: counts per node and Slurm's distribution
- * (HCG_DIST_BLOCK, HCG_DIST_CYCLIC, HCG_DIST_PLANE with plane tasks). */
-struct hcgp_step {
-  int nnodes, world;
-  int dist, plane;
-  int *counts;           /* nnodes */
-  long long *start;      /* nnodes + 1: block's first task of each node */
-  int *sorted;           /* the counts, ascending */
-  long long *sorted_sum; /* nnodes + 1: sums of the smallest counts */
-};
-/* 0, or -1 (no memory, or counts not summing to world). */
-int hcgp_step_init(struct hcgp_step *s, const int *counts, int nnodes,
-                   int world, int dist, int plane);
-void hcgp_step_free(struct hcgp_step *s);
-/* The node (0 .. nnodes-1) of a task; -1 outside. O(log nodes), or
- * O(nodes) in the last rounds of cyclic and plane over uneven counts. */
-int hcgp_step_node(const struct hcgp_step *s, int rank);
 
 enum hcgp_topo { HCGP_TOPO_BLOCK = 1, HCGP_TOPO_TREE = 2 };
 

@@ -4,7 +4,8 @@
 #   fuzz_layout   the layout parser, the validator and what they compute
 #   fuzz_args     the plugin's plugstack.conf arguments (spank/args.c)
 #   fuzz_forward  the hand-over slurmstepd decodes (spank/forward.c)
-#   fuzz_domains  what slurmstepd reads to learn NVLink domains (spank/domains.c)
+#   fuzz_domains  what slurmstepd reads to learn NVLink domains (spank/domains.c,
+#                 topology.c, step.c, hostlist.c)
 #
 #   tests/fuzz/run-fuzz.sh [SECONDS] [WORKERS] [TARGET...]
 #       (default 60 s in all, 1 worker, every target)
@@ -44,7 +45,7 @@ for t in $targets; do
   case $t in
     fuzz_layout) extra="" corpus=corpus dict=$fz/layout.dict len=$max_len ;;
     fuzz_args) extra=$src/spank/args.c corpus=corpus_args dict=$fz/args.dict len=4096 ;;
-    fuzz_domains) extra=$src/spank/domains.c corpus=corpus_domains dict=$fz/domains.dict len=65536 ;;
+    fuzz_domains) extra="$src/spank/domains.c $src/spank/topology.c $src/spank/step.c $src/spank/hostlist.c" corpus=corpus_domains dict=$fz/domains.dict len=65536 ;;
     fuzz_forward)
       extra=$src/spank/forward.c corpus=corpus_forward len=$((max_len + 64))
       dict=$out/forward.dict
