@@ -90,6 +90,95 @@ static void report_fmt(hcgp_args_report_fn report, void *arg, const char *fmt,
   report(arg, msg);
 }
 
+/* The key a word names (its text before '='), or -1. */
+static int find_key(const char *word, size_t klen) {
+  for (int k = 0; k < KEY_COUNT; k++)
+    if (strlen(key_names[k]) == klen && !strncmp(word, key_names[k], klen))
+      return k;
+  return -1;
+}
+
+/* Sets one key's value: 0, or 1 after reporting a bad value. */
+static int take_value(struct hcgp_args *args, int key, const char *val,
+                      hcgp_args_report_fn report, void *report_arg) {
+  switch (key) {
+  case KEY_MAX_BYTES: {
+    size_t v;
+    if (parse_size(val, &v) || v < 1 || v > HCG_MAX_LAYOUT_BYTES) {
+      report_fmt(report, report_arg,
+                 "plugstack.conf: max_layout_bytes=%.64s: the value must be "
+                 "an integer from 1 to %d",
+                 val, HCG_MAX_LAYOUT_BYTES);
+      return 1;
+    } else {
+      args->max_layout_bytes = v;
+    }
+    break;
+  }
+  case KEY_EXPORT_DIMS:
+    if (parse_bool(val, &args->export_dims)) {
+      report_fmt(report, report_arg,
+                 "plugstack.conf: export_dims=%.64s: the value must be yes "
+                 "or no",
+                 val);
+      return 1;
+    }
+    break;
+  case KEY_LANGUAGE:
+    if (!hcg_name_valid(val)) {
+      report_fmt(report, report_arg,
+                 "plugstack.conf: language=%.64s: the value must be a grid "
+                 "name ([a-z][a-z0-9_]*, at most %d characters)",
+                 val, HCG_MAX_NAME);
+      return 1;
+    } else {
+      snprintf(args->language, sizeof args->language, "%s", val);
+    }
+    break;
+  case KEY_INTRA_NODE_DIMS:
+    if (strlen(val) > HCGP_DIMS_MAX || !hcg_placement_dims_valid(val)) {
+      report_fmt(report, report_arg,
+                 "plugstack.conf: intra_node_dims=%.64s: the value must be "
+                 "dim names separated by commas (e.g. %s), at most %d "
+                 "characters",
+                 val, HCG_PLACEMENT_DEFAULT_DIMS, HCGP_DIMS_MAX);
+      return 1;
+    } else {
+      snprintf(args->intra_node_dims, sizeof args->intra_node_dims, "%s", val);
+    }
+    break;
+  case KEY_INTRA_DOMAIN_DIMS:
+    if (!strcmp(val, "none")) {
+      args->intra_domain_dims[0] = '\0';
+    } else if (strlen(val) > HCGP_DIMS_MAX || !hcg_placement_dims_valid(val)) {
+      report_fmt(report, report_arg,
+                 "plugstack.conf: intra_domain_dims=%.64s: the value must "
+                 "be dim names separated by commas (e.g. %s), at most %d "
+                 "characters, or none",
+                 val, HCG_PLACEMENT_DEFAULT_DOMAIN_DIMS, HCGP_DIMS_MAX);
+      return 1;
+    } else {
+      snprintf(args->intra_domain_dims, sizeof args->intra_domain_dims, "%s",
+               val);
+    }
+    break;
+  case KEY_PLACEMENT: {
+    int p = hcgp_placement_parse(val, 1);
+    if (p < 0) {
+      report_fmt(report, report_arg,
+                 "plugstack.conf: placement=%.64s: the value must be off, "
+                 "warn or refuse",
+                 val);
+      return 1;
+    } else {
+      args->placement = p;
+    }
+    break;
+  }
+  }
+  return 0;
+}
+
 int hcgp_args_parse(struct hcgp_args *args, int argc, char *const argv[],
                     hcgp_args_report_fn report, void *report_arg) {
   int bad = 0;
@@ -99,110 +188,25 @@ int hcgp_args_parse(struct hcgp_args *args, int argc, char *const argv[],
     if (!word)
       continue;
     const char *eq = strchr(word, '=');
-    size_t klen = eq ? (size_t)(eq - word) : strlen(word);
-    int key = -1;
-    for (int k = 0; k < KEY_COUNT; k++)
-      if (strlen(key_names[k]) == klen && !strncmp(word, key_names[k], klen))
-        key = k;
+    int key = find_key(word, eq ? (size_t)(eq - word) : strlen(word));
     if (key < 0) {
       report_fmt(report, report_arg,
                  "plugstack.conf: unknown argument '%.64s'%s; the arguments "
                  "are %s",
                  word, strlen(word) > 64 ? "..." : "", key_list + 2);
       bad++;
-      continue;
-    }
-    if (!eq) {
+    } else if (!eq) {
       report_fmt(report, report_arg,
                  "plugstack.conf: argument '%s' needs a value (%s=VALUE)",
                  key_names[key], key_names[key]);
       bad++;
-      continue;
-    }
-    if (seen[key]++) {
+    } else if (seen[key]++) {
       report_fmt(report, report_arg,
                  "plugstack.conf: argument '%s' is given more than once",
                  key_names[key]);
       bad++;
-      continue;
-    }
-    const char *val = eq + 1;
-    switch (key) {
-    case KEY_MAX_BYTES: {
-      size_t v;
-      if (parse_size(val, &v) || v < 1 || v > HCG_MAX_LAYOUT_BYTES) {
-        report_fmt(report, report_arg,
-                   "plugstack.conf: max_layout_bytes=%.64s: the value must be "
-                   "an integer from 1 to %d",
-                   val, HCG_MAX_LAYOUT_BYTES);
-        bad++;
-      } else {
-        args->max_layout_bytes = v;
-      }
-      break;
-    }
-    case KEY_EXPORT_DIMS:
-      if (parse_bool(val, &args->export_dims)) {
-        report_fmt(report, report_arg,
-                   "plugstack.conf: export_dims=%.64s: the value must be yes "
-                   "or no",
-                   val);
-        bad++;
-      }
-      break;
-    case KEY_LANGUAGE:
-      if (!hcg_name_valid(val)) {
-        report_fmt(report, report_arg,
-                   "plugstack.conf: language=%.64s: the value must be a grid "
-                   "name ([a-z][a-z0-9_]*, at most %d characters)",
-                   val, HCG_MAX_NAME);
-        bad++;
-      } else {
-        snprintf(args->language, sizeof args->language, "%s", val);
-      }
-      break;
-    case KEY_INTRA_NODE_DIMS:
-      if (strlen(val) > HCGP_DIMS_MAX || !hcg_placement_dims_valid(val)) {
-        report_fmt(report, report_arg,
-                   "plugstack.conf: intra_node_dims=%.64s: the value must be "
-                   "dim names separated by commas (e.g. %s), at most %d "
-                   "characters",
-                   val, HCG_PLACEMENT_DEFAULT_DIMS, HCGP_DIMS_MAX);
-        bad++;
-      } else {
-        snprintf(args->intra_node_dims, sizeof args->intra_node_dims, "%s",
-                 val);
-      }
-      break;
-    case KEY_INTRA_DOMAIN_DIMS:
-      if (!strcmp(val, "none")) {
-        args->intra_domain_dims[0] = '\0';
-      } else if (strlen(val) > HCGP_DIMS_MAX ||
-                 !hcg_placement_dims_valid(val)) {
-        report_fmt(report, report_arg,
-                   "plugstack.conf: intra_domain_dims=%.64s: the value must "
-                   "be dim names separated by commas (e.g. %s), at most %d "
-                   "characters, or none",
-                   val, HCG_PLACEMENT_DEFAULT_DOMAIN_DIMS, HCGP_DIMS_MAX);
-        bad++;
-      } else {
-        snprintf(args->intra_domain_dims, sizeof args->intra_domain_dims, "%s",
-                 val);
-      }
-      break;
-    case KEY_PLACEMENT: {
-      int p = hcgp_placement_parse(val, 1);
-      if (p < 0) {
-        report_fmt(report, report_arg,
-                   "plugstack.conf: placement=%.64s: the value must be off, "
-                   "warn or refuse",
-                   val);
-        bad++;
-      } else {
-        args->placement = p;
-      }
-      break;
-    }
+    } else {
+      bad += take_value(args, key, eq + 1, report, report_arg);
     }
   }
   return bad;
