@@ -15,7 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin.h"
+#include "alloc.h"
+#include "layout.h"
+#include "log.h"
+#include "option.h"
+#include "state.h"
 
 int hcgp_alloc_init(spank_t sp, int ac, char **av) {
   return hcgp_option_init(sp, ac, av);

@@ -4,7 +4,9 @@
  * error where a person is watching, else a line in the node's log and the
  * setting's default.
  */
-#include "plugin.h"
+#include "args_slurm.h"
+#include "log.h"
+#include "state.h"
 
 static void report_strict(void *arg, const char *message) {
   (void)arg;

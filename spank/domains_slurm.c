@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include "domains.h"
-#include "plugin.h"
+#include "domains_slurm.h"
+#include "state.h"
 
 /* Longest SLURM_STEP_NODELIST read (a host list of many ranges). */
 enum { NODELIST_MAX = 1 << 20, VALUE_MAX = 512 };

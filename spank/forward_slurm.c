@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin.h"
+#include "forward.h"
+#include "forward_slurm.h"
+#include "log.h"
 
 /* ---- srun ---------------------------------------------------------------- */
 

@@ -9,8 +9,12 @@
 #include <string.h>
 
 #include "forward.h"
+#include "forward_slurm.h"
 #include "hetstep.h"
-#include "plugin.h"
+#include "hetstep_slurm.h"
+#include "log.h"
+#include "option.h"
+#include "state.h"
 
 /* srun calls init_post_opt once per component: a second call means a
  * heterogeneous step, and what is set in the environment now reaches every

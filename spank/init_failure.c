@@ -9,6 +9,7 @@
  * and the node must stay up. In srun, sbatch and salloc any non-zero
  * value fails the command, as before.
  */
-#include "plugin.h"
+
+#include <slurm/spank.h>
 
 int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;

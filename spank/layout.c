@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin.h"
+#include "layout.h"
+#include "log.h"
+#include "option.h"
+#include "state.h"
 
 void hcgp_layout_log_error(const hcg_error *err) {
   hcgp_log_hcg_error(err);

@@ -5,11 +5,12 @@
  * spank.h offers slurm_error and its siblings, which take a format but no
  * va_list, so the message is formatted here first and passed as "%s".
  */
+#include <slurm/spank.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "plugin.h"
+#include "log.h"
 
 #define PREFIX "hcg: "
 

@@ -14,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin.h"
+#include "args_slurm.h"
+#include "log.h"
+#include "option.h"
+#include "state.h"
 
 static char *copy(const char *s, size_t n) {
   char *p = malloc(n + 1);

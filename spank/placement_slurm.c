@@ -16,9 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "domains_slurm.h"
 #include "forward.h"
+#include "forward_slurm.h"
+#include "log.h"
 #include "placement.h"
-#include "plugin.h"
+#include "placement_slurm.h"
+#include "state.h"
 
 /* More local tasks than this is not a real node; the check is skipped
  * (with a log line) rather than allocate for it. */

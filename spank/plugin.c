@@ -1,6 +1,6 @@
 /*
  * plugin.c - the entry points Slurm calls, dispatched by context and
- * nothing else, so that what runs where is obvious (see plugin.h).
+ * nothing else, so that what runs where is obvious.
  *
  * Slurm loads the same object in srun (S_CTX_LOCAL), sbatch/salloc
  * (S_CTX_ALLOCATOR), slurmd (S_CTX_SLURMD) and slurmstepd (S_CTX_REMOTE).
@@ -12,7 +12,55 @@
  * logs, and refuses a bad job in slurm_spank_task_init, which fails just
  * that job's tasks.
  */
-#include "plugin.h"
+/*
+ * The plugin's files. Every name in them is private to the plugin (prefix
+ * hcgp_); spank_hcg.map exports only the slurm_spank_* entry points. Each
+ * file has its own header (NAME.h) declaring what it offers the others.
+ *
+ * One process runs one context (srun, sbatch/salloc, slurmd or slurmstepd),
+ * and Slurm calls a plugin from one thread at a time, so plain globals
+ * suffice.
+ *
+ * The files. plugin.c only dispatches each entry point, by context, to the
+ * context's file; the rest never calls back into it:
+ *
+ *   plugin.c      SPANK_PLUGIN and the slurm_spank_* entry points
+ *   srun.c        srun: read @PATH, check against the task count, forward
+ *   alloc.c       sbatch/salloc: read @PATH and pass the text to the job
+ *   slurmd.c      slurmd: check plugstack.conf once, for the admin's log
+ *   slurmstepd.c  slurmstepd: set each task's HCG_* variables
+ *   init_failure.c  slurm_spank_init_failure_mode (Slurm 25.05 and later)
+ *
+ * What the contexts share: the options (option.c), the layout as srun,
+ * sbatch and salloc read it (layout.c), the process's state (state.c) and
+ * its messages (log.c). The rest comes in pairs: NAME.c and NAME.h are
+ * pure C (no Slurm, in libhcgspank.la, unit tested and fuzzed) and
+ * NAME_slurm.c is what Slurm gives them and does with their answers:
+ *
+ *   args       plugstack.conf arguments
+ *   forward    srun -> slurmstepd hand-over of the layout, per task
+ *   hetstep    heterogeneous steps, in srun and slurmstepd
+ *   placement  a node's placement check, in slurmstepd
+ *   domains    the step's nodes, tasks and NVLink domains, in slurmstepd
+ *              (standing on hostlist.c, step.c and topology.c, pure too)
+ *
+ * Return values. A function that takes an hcg_error returns HCG_OK or an
+ * HCG_E* code with it filled, and logs nothing: the core's convention,
+ * which the pure parts follow too; its caller on the Slurm side logs the
+ * error. Every other function that can fail, the entry points included,
+ * returns 0, or -1 once it has logged why: Slurm's convention, so that a
+ * failure is passed on with a plain `return -1` and said exactly once. A
+ * callback handed to the core or to a pure part returns what its type asks
+ * (hcg_env_fn: HCG_OK or an HCG_E* code); one that logs its own failure
+ * says so in its state (struct hcgp_setter), so that its caller does not
+ * log a second, vaguer line. The one three-way answer, the placement
+ * check's, is an enum.
+ */
+#include "alloc.h"
+#include "slurmd.h"
+#include "slurmstepd.h"
+#include "srun.h"
+#include "state.h"
 
 SPANK_PLUGIN(hcg, 1);
 

@@ -4,7 +4,8 @@
  * Nothing else happens here, and nothing fails: a failure would keep the
  * node from starting.
  */
-#include "plugin.h"
+#include "slurmd.h"
+#include "args_slurm.h"
 
 int hcgp_slurmd_init(spank_t sp, int ac, char **av) {
   (void)sp;

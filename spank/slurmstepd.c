@@ -20,8 +20,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args_slurm.h"
+#include "domains_slurm.h"
 #include "forward.h"
-#include "plugin.h"
+#include "forward_slurm.h"
+#include "hetstep_slurm.h"
+#include "log.h"
+#include "option.h"
+#include "placement_slurm.h"
+#include "slurmstepd.h"
+#include "state.h"
 
 /* Special steps, from slurm.h (not included: the plugin needs spank.h
  * only). Their values are part of Slurm's protocol. */
@@ -83,21 +91,22 @@ int hcgp_slurmstepd_user_init(spank_t sp) {
   return 0;
 }
 
-int hcgp_slurmstepd_task_init(spank_t sp) {
-  uint32_t job = 0, step = 0, world = 0, rank = 0;
-  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS) {
+/* Whether a task of this step gets hcg's environment: 1 yes; 0 no (the
+ * batch, extern and interactive steps, and a step without --hcg-layout,
+ * which an outer step's layout must not leak into); -1 after logging an
+ * error. */
+static int step_wants_layout(spank_t sp, uint32_t *job, uint32_t *step) {
+  if (spank_get_item(sp, S_JOB_ID, job) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, step) != ESPANK_SUCCESS) {
     hcgp_log(HCGP_LOG_ERROR, "cannot tell which job step this task belongs to");
     return -1;
   }
-  if (step == SLURM_BATCH_SCRIPT || step == SLURM_EXTERN_CONT ||
-      step == SLURM_INTERACTIVE_STEP)
+  if (*step == SLURM_BATCH_SCRIPT || *step == SLURM_EXTERN_CONT ||
+      *step == SLURM_INTERACTIVE_STEP)
     return 0;
-
   if (hcgp_forward_drop_inherited(sp))
     return -1;
   if (!hcgp_option_active()) {
-    /* Never let an outer step's layout leak into a step without one. */
     hcgp_forward_unset_task(sp);
     return 0;
   }
@@ -112,6 +121,50 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
              "--hcg-layout reached this node with two different values");
     return -1;
   }
+  return 1;
+}
+
+/* A task of a plain (not heterogeneous) step: its variables from the
+ * layout in buf, then the placement check. 0, or -1 when the task must not
+ * run (logged). */
+static int export_task(spank_t sp, const char *buf,
+                       const struct hcgp_task *task,
+                       struct hcgp_setter *setter) {
+  hcg_layout *layout = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  int rc = hcgp_task_env_keep(buf, strlen(buf), task, hcgp_setter_set, setter,
+                              &layout, &err);
+  if (rc != HCG_OK) {
+    /* A variable that could not be set was logged by the setter. */
+    if (!setter->failed)
+      hcgp_log(HCGP_LOG_ERROR,
+               "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32 ": %s",
+               task->rank, task->job, task->step,
+               err.message[0] ? err.message : hcg_strerror(rc));
+    return -1;
+  }
+  enum hcgp_task_verdict verdict = hcgp_placement_task(sp, layout, task);
+  hcg_layout_free(layout);
+  switch (verdict) {
+  case HCGP_TASK_REFUSED:
+    end_refused_task();
+    return -1;
+  case HCGP_TASK_FAILED:
+    return -1;
+  case HCGP_TASK_RUNS:
+    break;
+  }
+  hcgp_log(HCGP_LOG_VERBOSE,
+           "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32 ": %d variables",
+           task->rank, task->job, task->step, setter->count);
+  return 0;
+}
+
+int hcgp_slurmstepd_task_init(spank_t sp) {
+  uint32_t job = 0, step = 0, world = 0, rank = 0;
+  int wants = step_wants_layout(sp, &job, &step);
+  if (wants <= 0)
+    return wants;
   if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &world) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS) {
     hcgp_log(HCGP_LOG_ERROR,
@@ -144,40 +197,15 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
                            hcgp_state.args.max_layout_bytes,
                            hcgp_state.args.language};
   struct hcgp_setter setter = {sp, 0, 0};
+  int rc;
   if (het) {
     /* hetstep.h: the ranks are the step's; one message per component. */
-    int hrc = hcgp_het_task_init(sp, buf, &task, &setter);
-    free(buf);
-    if (hrc)
+    rc = hcgp_het_task_init(sp, buf, &task, &setter);
+    if (rc)
       end_refused_task();
-    return hrc;
+  } else {
+    rc = export_task(sp, buf, &task, &setter);
   }
-  hcg_layout *layout = NULL;
-  hcg_error err = HCG_ERROR_INIT;
-  int rc = hcgp_task_env_keep(buf, strlen(buf), &task, hcgp_setter_set, &setter,
-                              &layout, &err);
   free(buf);
-  if (rc != HCG_OK) {
-    /* A variable that could not be set was logged by the setter. */
-    if (!setter.failed)
-      hcgp_log(HCGP_LOG_ERROR,
-               "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32 ": %s", rank,
-               job, step, err.message[0] ? err.message : hcg_strerror(rc));
-    return -1;
-  }
-  enum hcgp_task_verdict verdict = hcgp_placement_task(sp, layout, &task);
-  hcg_layout_free(layout);
-  switch (verdict) {
-  case HCGP_TASK_REFUSED:
-    end_refused_task();
-    return -1;
-  case HCGP_TASK_FAILED:
-    return -1;
-  case HCGP_TASK_RUNS:
-    break;
-  }
-  hcgp_log(HCGP_LOG_VERBOSE,
-           "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32 ": %d variables",
-           rank, job, step, setter.count);
-  return 0;
+  return rc;
 }

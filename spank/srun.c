@@ -10,7 +10,13 @@
 #include <string.h>
 
 #include "forward.h"
-#include "plugin.h"
+#include "forward_slurm.h"
+#include "hetstep_slurm.h"
+#include "layout.h"
+#include "log.h"
+#include "option.h"
+#include "srun.h"
+#include "state.h"
 
 /* The longest command line of srun read to tell whether it names a job;
  * a longer one is taken to name one. */

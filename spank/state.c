@@ -1,11 +1,11 @@
 /*
- * state.c - the plugin's state in this process (see plugin.h for why a
+ * state.c - the plugin's state in this process (see state.h for why a
  * global is enough).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin.h"
+#include "state.h"
 
 struct hcgp_state hcgp_state;
 

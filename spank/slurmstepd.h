@@ -1,0 +1,15 @@
+/*
+ * slurmstepd.h - slurmstepd's calls (slurmstepd.c), dispatched by plugin.c.
+ */
+#ifndef HCGP_SLURMSTEPD_H
+#define HCGP_SLURMSTEPD_H
+
+#include <slurm/spank.h>
+
+int hcgp_slurmstepd_init(spank_t sp, int ac, char **av);
+/* user_init (once per step, before the tasks): learns the step's domains
+ * for them. Never fails. */
+int hcgp_slurmstepd_user_init(spank_t sp);
+int hcgp_slurmstepd_task_init(spank_t sp);
+
+#endif /* HCGP_SLURMSTEPD_H */
