@@ -21,7 +21,6 @@
 
 #include "domains.h"
 #include "domains_slurm.h"
-#include "state.h"
 
 /* Longest SLURM_STEP_NODELIST read (a host list of many ranges). */
 enum { NODELIST_MAX = 1 << 20, VALUE_MAX = 512 };
@@ -146,11 +145,20 @@ static void learn(spank_t sp, const int *local, int nlocal,
   free(text);
 }
 
+/* slurmstepd: the step's NVLink domains, learnt once. */
+static int learnt;
+static struct hcgp_domains domains;
+
 const struct hcgp_domains *hcgp_domains_learn(spank_t sp, const int *local,
                                               int nlocal) {
-  if (!hcgp_state.domains_learnt) {
-    learn(sp, local, nlocal, &hcgp_state.domains);
-    hcgp_state.domains_learnt = 1;
+  if (!learnt) {
+    learn(sp, local, nlocal, &domains);
+    learnt = 1;
   }
-  return &hcgp_state.domains;
+  return &domains;
+}
+
+void hcgp_domains_forget(void) {
+  hcgp_domains_free(&domains);
+  learnt = 0;
 }

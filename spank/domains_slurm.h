@@ -11,5 +11,7 @@
 /* The step's NVLink domains, learnt on the first call. */
 const struct hcgp_domains *hcgp_domains_learn(spank_t sp, const int *local,
                                               int nlocal);
+/* Frees them (slurm_spank_exit). */
+void hcgp_domains_forget(void);
 
 #endif /* HCGP_DOMAINS_SLURM_H */

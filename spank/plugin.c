@@ -57,6 +57,7 @@
  * check's, is an enum.
  */
 #include "alloc.h"
+#include "domains_slurm.h"
 #include "slurmd.h"
 #include "slurmstepd.h"
 #include "srun.h"
@@ -115,5 +116,6 @@ int slurm_spank_exit(spank_t sp, int ac, char **av) {
   (void)ac;
   (void)av;
   hcgp_state_free();
+  hcgp_domains_forget();
   return 0;
 }

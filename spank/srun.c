@@ -37,12 +37,16 @@ static int cmdline_attaches(void) {
   return attaches;
 }
 
+/* srun makes the job's allocation itself (it did not start inside a job
+ * and was not given one), so it may fail a step (forward.h). */
+static int srun_allocates;
+
 int hcgp_srun_init(spank_t sp, int ac, char **av) {
   /* Before srun reads its options and asks for an allocation: srun makes
    * its own allocation unless it runs inside a job (SLURM_JOB_ID, which
    * batch scripts, salloc shells and tasks have) or is given one (--jobid).
    * This decides how a layout that does not fit is refused (forward.h). */
-  hcgp_state.srun_allocates =
+  srun_allocates =
       !getenv("SLURM_JOB_ID") && !getenv("SLURM_JOBID") && !cmdline_attaches();
   return hcgp_option_init(sp, ac, av);
 }
@@ -60,7 +64,7 @@ int hcgp_srun_post_opt(spank_t sp) {
 static int refuse(uint32_t job, uint32_t step) {
   if (hcgp_forward_set_refusal(job, step))
     return -1;
-  return hcgp_state.srun_allocates ? -1 : 0;
+  return srun_allocates ? -1 : 0;
 }
 
 int hcgp_srun_user_init(spank_t sp) {

@@ -13,6 +13,5 @@ void hcgp_state_free(void) {
   free(hcgp_state.value);
   free(hcgp_state.conflict_value);
   free(hcgp_state.text);
-  hcgp_domains_free(&hcgp_state.domains);
   memset(&hcgp_state, 0, sizeof hcgp_state);
 }

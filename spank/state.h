@@ -1,15 +1,16 @@
 /*
  * state.h - the one process's state of the plugin (state.c): what the
- * option callbacks, the layout and the domains left for the later calls.
+ * option callbacks and the layout left for the later calls (what one
+ * context alone keeps is static in its file: srun.c, domains_slurm.c).
  * One process runs one context, and Slurm calls a plugin from one thread
  * at a time, so plain globals suffice.
  */
 #ifndef HCGP_STATE_H
 #define HCGP_STATE_H
 
-#include "args.h"
-#include "domains.h"
 #include <stddef.h>
+
+#include "args.h"
 
 struct hcgp_state {
   struct hcgp_args args; /* plugstack.conf arguments                  */
@@ -32,18 +33,10 @@ struct hcgp_state {
   size_t text_len;
   int loaded;
 
-  /* srun: it makes the job's allocation itself (it did not start inside a
-   * job and was not given one), so it may fail a step (forward.h). */
-  int srun_allocates;
-
   /* --hcg-placement=warn|refuse (enum hcgp_placement), when given. */
   int placement_given;
   int placement;
   int placement_bad; /* a value other than warn or refuse reached us */
-
-  /* slurmstepd: the step's NVLink domains, learnt once (domains_slurm.c). */
-  int domains_learnt;
-  struct hcgp_domains domains;
 };
 
 extern struct hcgp_state hcgp_state;
