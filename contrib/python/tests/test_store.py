@@ -781,6 +781,12 @@ class GroupsOnTheJobStore(unittest.TestCase):
                 self.assertEqual(res["mesh_dp_sum"], 2.0)
 
 
+def _stats_of(sock: socket.socket, proto: Any) -> Dict[str, int]:
+    """A store's STATS over a connection already proven to it."""
+    _, out = _request(sock, proto.STATS, [])
+    return {k: int(v) for k, v in (f.decode().split("=") for f in out)}
+
+
 class Relays(unittest.TestCase):
     """A store that forwards a prefix's keys up a chain of stores to a
     group leader's (hcg/torch/_store_relay.py), on the real servers with
@@ -811,8 +817,7 @@ class Relays(unittest.TestCase):
         return [b"127.0.0.1", b"%d" % where[0], where[1]]
 
     def stats(self, where: Tuple[int, bytes]) -> Dict[str, int]:
-        _, out = _request(self.conn(where), self.proto.STATS, [])
-        return {k: int(v) for k, v in (f.decode().split("=") for f in out)}
+        return _stats_of(self.conn(where), self.proto)
 
     def test_a_slice_reads_and_writes_the_leaders_keys(self) -> None:
         p = self.proto
@@ -890,6 +895,7 @@ class Relays(unittest.TestCase):
         # heads asked it, and every member still gets its own value.
         p = self.proto
         lead, mid = self.server(), self.server()
+        leader = self.servers[0]
         lows = [self.server() for _ in range(3)]
         pre = b"hcg/g/0/0//"
         members = []
@@ -897,9 +903,25 @@ class Relays(unittest.TestCase):
             first = self.conn(low)
             _request(first, p.RELAY, [pre] + self.hop(mid) + self.hop(lead))
             members += [first] + [self.conn(low) for _ in range(19)]
+        watch = self.conn(mid)
         for rnd in range(3):
-            for c in members:
-                c.sendall(p.frame(p.ADD, [pre + b"n", b"1"]))
+            # The leader's store stopped while the adds go out: the middle
+            # store's first batch waits there, and the heads' batches that
+            # reach it meanwhile must join its next one. Without the stop,
+            # whether two batches meet at the middle store is the
+            # scheduler's choice (on a loaded machine each one went up
+            # alone: upstream 19 of 19 forwarded).
+            os.kill(leader.pid, signal.SIGSTOP)
+            try:
+                before = _stats_of(watch, p)["forwarded"]
+                for c in members:
+                    c.sendall(p.frame(p.ADD, [pre + b"n", b"1"]))
+                deadline = time.monotonic() + 20
+                while (_stats_of(watch, p)["forwarded"] < before + len(lows)
+                       and time.monotonic() < deadline):
+                    time.sleep(0.01)
+            finally:
+                os.kill(leader.pid, signal.SIGCONT)
             got = sorted(int(_reply(c)[1][0]) for c in members)
             self.assertEqual(got, list(range(60 * rnd + 1, 60 * rnd + 61)))
         st = self.stats(mid)
