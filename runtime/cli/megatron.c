@@ -570,22 +570,25 @@ static int layout_usage_error(const char *what, const char *arg) {
   return EXIT_USAGE;
 }
 
-static int layout_main(int argc, char **argv) {
+/* `hcg layout`'s options: --megatron ARGS, -n N, --encoder-name NAME. 0
+ * to go on, -1 when -h printed the help, or the exit status of the usage
+ * error printed. */
+static int layout_options(int argc, char **argv, const char **args, int *world,
+                          const char **encoder) {
   static const struct option longopts[] = {
       {"megatron", required_argument, NULL, 'M'},
       {"world", required_argument, NULL, 'n'},
       {"encoder-name", required_argument, NULL, 'E'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  const char *args = NULL, *encoder = "encoder";
-  int world = 0, c;
+  int c;
   opterr = 0;
   optind = 1;
   /* '+': the ARGS word may start with '--' and must not be permuted. */
   while ((c = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'M':
-      args = optarg;
+      *args = optarg;
       break;
     case 'n': {
       char *end;
@@ -595,14 +598,15 @@ static int layout_main(int argc, char **argv) {
           optarg[0] == '+' || optarg[0] == ' ')
         return layout_usage_error("-n wants a positive number of ranks, got",
                                   optarg);
-      world = (int)v;
+      *world = (int)v;
       break;
     }
     case 'E':
-      encoder = optarg;
+      *encoder = optarg;
       break;
     case 'h':
-      return hcg_cli_layout_help(stdout);
+      hcg_cli_layout_help(stdout);
+      return -1;
     default:
       return layout_usage_error("unknown option or missing value:",
                                 argv[optind - 1]);
@@ -610,29 +614,21 @@ static int layout_main(int argc, char **argv) {
   }
   if (optind < argc)
     return layout_usage_error("unexpected argument", argv[optind]);
-  if (!args)
+  if (!*args)
     return layout_usage_error("--megatron ARGS is needed", NULL);
-  if (!world)
+  if (!*world)
     return layout_usage_error("-n N is needed (Megatron's data-parallel "
                               "sizes are what the world leaves)",
                               NULL);
-  if (!strcmp(encoder, "language"))
+  if (!strcmp(*encoder, "language"))
     return layout_usage_error("--encoder-name: 'language' is the language "
                               "module's grid",
                               NULL);
+  return 0;
+}
 
-  char text[2048];
-  struct mg_error e = {0, ""};
-  if (mg_layout(args, world, encoder, text, sizeof text, &e)) {
-    if (e.column) {
-      fprintf(stderr, "hcg: megatron arguments: column %d: %s\n", e.column,
-              e.message);
-      show_caret(stderr, args, e.column);
-    } else {
-      fprintf(stderr, "hcg: megatron arguments: %s\n", e.message);
-    }
-    return EXIT_USAGE;
-  }
+/* Prints the canonical layout of `text` (what the arguments gave). */
+static int print_layout(const char *text, int world) {
   hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
   cfg.world_size = world;
   hcg_layout *L;
@@ -653,6 +649,27 @@ static int layout_main(int argc, char **argv) {
     return EXIT_OTHER;
   }
   return 0;
+}
+
+static int layout_main(int argc, char **argv) {
+  const char *args = NULL, *encoder = "encoder";
+  int world = 0;
+  int rc = layout_options(argc, argv, &args, &world, &encoder);
+  if (rc)
+    return rc < 0 ? 0 : rc;
+  char text[2048];
+  struct mg_error e = {0, ""};
+  if (mg_layout(args, world, encoder, text, sizeof text, &e)) {
+    if (e.column) {
+      fprintf(stderr, "hcg: megatron arguments: column %d: %s\n", e.column,
+              e.message);
+      show_caret(stderr, args, e.column);
+    } else {
+      fprintf(stderr, "hcg: megatron arguments: %s\n", e.message);
+    }
+    return EXIT_USAGE;
+  }
+  return print_layout(text, world);
 }
 
 int hcg_cli_layout_dispatch(int argc, char **argv) {

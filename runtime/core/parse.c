@@ -276,6 +276,77 @@ static int add_grid(struct parser *p, const char *name, hcg_pos pos,
 }
 
 /* ITEM := [NAME ['@' INT] ':'] DIMS | NAME '/' NAME ':' DIMS */
+/* "NAME/VIEW: DIMS" after NAME (at start): a view on an earlier grid. */
+static int parse_view(struct parser *p, const char *name, hcg_pos start) {
+  p->i++; /* the '/' */
+  skip_space(p, 0);
+  hcg_pos vpos = p->i;
+  char vname[HCG_NAME_BUF];
+  int rc = parse_name(p, "view name", vname);
+  if (rc)
+    return rc;
+  skip_space(p, 0);
+  if (peek(p) == '@')
+    return hcg__fail_at(p->err, HCG_ESYNTAX, p->src, p->i,
+                        "view '%s/%s' cannot have an offset: a view spans "
+                        "the ranks of its grid",
+                        name, vname);
+  if (peek(p) != ':')
+    return expected(p, "':' before the view's dims");
+  p->i++;
+  int gi = find_grid(p->L, name);
+  if (gi < 0)
+    return hcg__fail_at(p->err, HCG_ELAYOUT, p->src, start,
+                        "view '%s/%s' is on grid '%s', which is not defined "
+                        "before it",
+                        name, vname, name);
+  struct hcg_grid *g = &p->L->grids[gi];
+  /* Megatron's first view check: the name is unused ("base" is taken). */
+  for (int v = 0; v < g->nviews; v++)
+    if (strcmp(g->views[v].name, vname) == 0)
+      return hcg__fail_at(p->err, HCG_ELAYOUT, p->src, vpos,
+                          v == 0 ? "view name 'base' is reserved for the "
+                                   "grid's own dims of grid '%s'"
+                                 : "grid '%s' already has a view named '%s'",
+                          name, vname);
+  if (g->nviews == 1 + HCG_MAX_VIEWS)
+    return hcg__fail_at(p->err, HCG_ELIMIT, p->src, start,
+                        "grid '%s' may have at most %d views", name,
+                        HCG_MAX_VIEWS);
+  struct hcg_view *v = &g->views[g->nviews];
+  strcpy(v->name, vname);
+  v->pos = start;
+  char label[2 * HCG_NAME_BUF + 1];
+  snprintf(label, sizeof label, "%s/%s", name, vname);
+  if ((rc = parse_dims(p, g, 1, v, label)))
+    return rc;
+  g->nviews++;
+  return HCG_OK;
+}
+
+/* "NAME[@OFFSET]: DIMS" after NAME (at start): a named grid. */
+static int parse_named_grid(struct parser *p, const char *name, hcg_pos start) {
+  struct hcg_grid *g;
+  int rc = add_grid(p, name, start, &g);
+  if (rc)
+    return rc;
+  if (peek(p) == '@') {
+    p->i++;
+    skip_space(p, 0);
+    g->offset_pos = p->i;
+    char what[HCG_NAME_BUF + 24];
+    snprintf(what, sizeof what, "offset of grid '%s'", name);
+    if ((rc = parse_int(p, 0, what, &g->offset)))
+      return rc;
+    g->explicit_offset = 1;
+    skip_space(p, 0);
+    if (peek(p) != ':')
+      return expected(p, "':' after the grid's offset");
+  }
+  p->i++; /* the ':' */
+  return parse_dims(p, g, 0, &g->views[0], g->name);
+}
+
 static int parse_item(struct parser *p) {
   hcg_pos start = p->i;
   char name[HCG_NAME_BUF];
@@ -284,76 +355,13 @@ static int parse_item(struct parser *p) {
     return rc;
   skip_space(p, 0);
   int c = peek(p);
-  struct hcg_grid *g;
-
-  if (c == '/') { /* a view on an earlier grid */
-    p->i++;
-    skip_space(p, 0);
-    hcg_pos vpos = p->i;
-    char vname[HCG_NAME_BUF];
-    if ((rc = parse_name(p, "view name", vname)))
-      return rc;
-    skip_space(p, 0);
-    if (peek(p) == '@')
-      return hcg__fail_at(p->err, HCG_ESYNTAX, p->src, p->i,
-                          "view '%s/%s' cannot have an offset: a view spans "
-                          "the ranks of its grid",
-                          name, vname);
-    if (peek(p) != ':')
-      return expected(p, "':' before the view's dims");
-    p->i++;
-    int gi = find_grid(p->L, name);
-    if (gi < 0)
-      return hcg__fail_at(p->err, HCG_ELAYOUT, p->src, start,
-                          "view '%s/%s' is on grid '%s', which is not defined "
-                          "before it",
-                          name, vname, name);
-    g = &p->L->grids[gi];
-    /* Megatron's first view check: the name is unused ("base" is taken). */
-    for (int v = 0; v < g->nviews; v++)
-      if (strcmp(g->views[v].name, vname) == 0)
-        return hcg__fail_at(p->err, HCG_ELAYOUT, p->src, vpos,
-                            v == 0 ? "view name 'base' is reserved for the "
-                                     "grid's own dims of grid '%s'"
-                                   : "grid '%s' already has a view named '%s'",
-                            name, vname);
-    if (g->nviews == 1 + HCG_MAX_VIEWS)
-      return hcg__fail_at(p->err, HCG_ELIMIT, p->src, start,
-                          "grid '%s' may have at most %d views", name,
-                          HCG_MAX_VIEWS);
-    struct hcg_view *v = &g->views[g->nviews];
-    strcpy(v->name, vname);
-    v->pos = start;
-    char label[2 * HCG_NAME_BUF + 1];
-    snprintf(label, sizeof label, "%s/%s", name, vname);
-    if ((rc = parse_dims(p, g, 1, v, label)))
-      return rc;
-    g->nviews++;
-    return HCG_OK;
-  }
-
-  if (c == '@' || c == ':') { /* a named grid */
-    if ((rc = add_grid(p, name, start, &g)))
-      return rc;
-    if (c == '@') {
-      p->i++;
-      skip_space(p, 0);
-      g->offset_pos = p->i;
-      char what[HCG_NAME_BUF + 24];
-      snprintf(what, sizeof what, "offset of grid '%s'", name);
-      if ((rc = parse_int(p, 0, what, &g->offset)))
-        return rc;
-      g->explicit_offset = 1;
-      skip_space(p, 0);
-      if (peek(p) != ':')
-        return expected(p, "':' after the grid's offset");
-    }
-    p->i++;
-    return parse_dims(p, g, 0, &g->views[0], g->name);
-  }
-
+  if (c == '/')
+    return parse_view(p, name, start);
+  if (c == '@' || c == ':')
+    return parse_named_grid(p, name, start);
   /* No "NAME:" prefix: the item is the dims of the only, unnamed grid. */
   p->i = start;
+  struct hcg_grid *g;
   if ((rc = add_grid(p, "", start, &g)))
     return rc;
   return parse_dims(p, g, 0, &g->views[0], g->name);
