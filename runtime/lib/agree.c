@@ -40,6 +40,7 @@
 
 #include "round.h"
 #include "rt.h"
+#include "slice.h"
 
 static const char *const phase_name[] = {"ready", "done"};
 
@@ -189,21 +190,6 @@ static int tree_key(const hcg_ctx *ctx, long long epoch, int phase, int level,
   return hcg_exchange_pmix_key(ctx->tag, epoch, k, buf, cap);
 }
 
-/* Where this rank sits in a sliced group: its slice's head and end. */
-struct slot {
-  int pos;   /* its index in the group */
-  int first; /* the index of its slice's head */
-  int end;   /* one past its slice's last index */
-  int heads; /* slices in the group */
-};
-
-static struct slot slot_of(const hcg_ctx *ctx, const struct hcgrt_item *it) {
-  int f = ctx->fanin, size = it->group.size, pos = it->group.index;
-  struct slot s = {pos, pos - pos % f, 0, (int)(((long long)size + f - 1) / f)};
-  s.end = s.first + f < size ? s.first + f : size;
-  return s;
-}
-
 /* The verdicts of the members ranks[0..n-1] at group positions given by
  * their order, read under key, merged into v (a rank that cannot be read
  * counts as failed with the get's status). Fails only for lack of memory. */
@@ -269,7 +255,7 @@ static int needed(const hcg_ctx *ctx, const struct hcgrt_item *it, int *out,
                   int cap) {
   if (!hcgrt_sliced(ctx, it))
     return hcgrt_item_members(ctx->layout, it, out, cap) ? -1 : it->group.size;
-  struct slot s = slot_of(ctx, it);
+  struct hcgrt_slice s = hcgrt_slice_of(ctx, it);
   if (s.pos != s.first)
     return 0;
   return positions(ctx, it, s.first + 1, s.end, 1, out);
@@ -360,7 +346,7 @@ static int role(const hcg_ctx *ctx, const struct hcgrt_plan *plan,
   const struct hcgrt_item *it = &plan->items[i];
   if (!agreed(plan, skip, i) || !hcgrt_sliced(ctx, it))
     return NONE;
-  struct slot s = slot_of(ctx, it);
+  struct hcgrt_slice s = hcgrt_slice_of(ctx, it);
   return s.pos == s.first ? HEAD : MEMBER;
 }
 
@@ -395,7 +381,7 @@ static void publish_groups(struct hcgrt_round *r, struct hcgrt_agreement *a) {
     const struct hcgrt_item *it = &plan->items[i];
     if (role(ctx, plan, a->skip, i) != HEAD)
       continue;
-    struct slot s = slot_of(ctx, it);
+    struct hcgrt_slice s = hcgrt_slice_of(ctx, it);
     struct hcgrt_verdict g;
     memset(&g, 0, sizeof g);
     if (!r->status) {
@@ -432,8 +418,8 @@ static void read_heads(struct hcgrt_round *r, struct hcgrt_agreement *a) {
     const struct hcgrt_item *it = &plan->items[i];
     if (role(ctx, plan, a->skip, i) != MEMBER)
       continue;
-    int head =
-        hcg_group_member(ctx->layout, &it->group, slot_of(ctx, it).first);
+    int head = hcg_group_member(ctx->layout, &it->group,
+                                hcgrt_slice_of(ctx, it).first);
     hcg_error *err = hcgrt_round_err(r);
     int rc = tree_key(ctx, a->epoch, a->phase, 2, it, key, sizeof key);
     if (rc)
@@ -458,7 +444,7 @@ void hcgrt_agree_begin(struct hcgrt_round *r, struct hcgrt_agreement *a,
   int cap = 1;
   for (int i = 0; i < plan->n; i++)
     if (role(ctx, plan, skip, i) != NONE) {
-      int heads = slot_of(ctx, &plan->items[i]).heads;
+      int heads = hcgrt_slice_of(ctx, &plan->items[i]).heads;
       cap = heads > cap ? heads : cap;
     }
   a->slice = calloc((size_t)(plan->n ? plan->n : 1), sizeof *a->slice);

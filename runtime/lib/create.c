@@ -16,6 +16,7 @@
 #include "comm_nccl.h"
 #include "hook.h"
 #include "round.h"
+#include "slice.h"
 
 /* NULL in libhcg: only a test build installs a reader (hook.h). */
 int (*hcgrt_hook_reader)(struct hcgrt_hook *h, hcg_error *err);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "round.h"
+#include "slice.h"
 
 void hcgrt_round_plan(struct hcgrt_round *r, int kind, int world, int fanin) {
   memset(r, 0, sizeof *r);
@@ -14,7 +15,7 @@ void hcgrt_round_plan(struct hcgrt_round *r, int kind, int world, int fanin) {
   r->broken = -1;
   /* Relays and the agreement's tree serve jobs larger than the fan-in:
    * only the job's size decides, so every process takes them. */
-  int relayed = world > fanin;
+  int relayed = hcgrt_world_relayed(world, fanin);
   switch (kind) {
   case HCGRT_ROUND_IDS:
     r->leave_early = 1;

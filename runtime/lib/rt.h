@@ -213,13 +213,6 @@ void hcgrt_ids_fetch_relayed(struct hcgrt_round *r, struct hcgrt_plan *plan,
  * it is when every one of them published, or err is NULL. */
 void hcgrt_exchange_blame(hcg_ctx *ctx, const struct hcgrt_plan *plan,
                           long long epoch, hcg_error *err);
-/* 1 when the job is larger than ctx->fanin: its exchanges relay, and
- * every process takes the relay fence and the agreement's two (only the
- * job's size decides, so that all take the same fences). */
-int hcgrt_relayed(const hcg_ctx *ctx);
-/* 1 when a member item's group is cut into slices of ctx->fanin members:
- * a relayed job, not an embedding group, more than ctx->fanin members. */
-int hcgrt_sliced(const hcg_ctx *ctx, const struct hcgrt_item *it);
 /* 128 random bytes (getrandom). */
 int hcgrt_random_id(unsigned char *id, hcg_error *err);
 /* 64-bit FNV-1a of a byte string, with a seed mixed in. */

@@ -11,6 +11,7 @@
 
 #include "round.h"
 #include "runtime_test.h"
+#include "slice.h"
 
 #define MAX_TAKEN 16
 
