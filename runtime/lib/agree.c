@@ -430,6 +430,22 @@ static void read_heads(struct hcgrt_round *r, struct hcgrt_agreement *a) {
   }
 }
 
+/* hcg_comm_create's two rounds (create.c, built with NCCL; defined here,
+ * beside the agreement they carry, so that every build has them). READY:
+ * the exchange's fence carries each rank's status, and a job larger than
+ * the fan-in adds the tree's two fences and the relay's. DONE: the
+ * agreement's own fence, and the tree's two. A failed rank fences on. */
+const struct hcgrt_round_table hcgrt_round_ready = {0,
+                                                    4,
+                                                    {{HCGRT_FENCE_IDS, 0},
+                                                     {HCGRT_FENCE_SLICES, 1},
+                                                     {HCGRT_FENCE_GROUPS, 1},
+                                                     {HCGRT_FENCE_RELAY, 1}}};
+const struct hcgrt_round_table hcgrt_round_done = {
+    0,
+    3,
+    {{HCGRT_FENCE_DONE, 0}, {HCGRT_FENCE_SLICES, 1}, {HCGRT_FENCE_GROUPS, 1}}};
+
 void hcgrt_agree_begin(struct hcgrt_round *r, struct hcgrt_agreement *a,
                        const struct hcgrt_plan *plan, const int *skip,
                        long long epoch, int phase, struct hcgrt_verdict *v) {

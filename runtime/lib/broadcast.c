@@ -28,6 +28,11 @@ struct broadcast {
   char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
 };
 
+/* hcg_ctx_broadcast's round: one fence. A rank that fails before it
+ * leaves (its peers time out naming the root). */
+const struct hcgrt_round_table hcgrt_round_broadcast = {
+    1, 1, {{HCGRT_FENCE_BROADCAST, 0}}};
+
 static void broadcast_step(struct hcgrt_round *r, int fence, int after,
                            void *arg) {
   struct broadcast *b = arg;
@@ -87,7 +92,7 @@ int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
     return rc;
   b.epoch = ctx->epoch++;
   struct hcgrt_round r;
-  hcgrt_round_init(&r, ctx, HCGRT_ROUND_BROADCAST, broadcast_step, &b);
+  hcgrt_round_init(&r, ctx, &hcgrt_round_broadcast, broadcast_step, &b);
   r.root = root;
   hcgrt_round_run(&r);
   return hcgrt_round_end(&r, err);

@@ -227,7 +227,7 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   /* Plan. A context that cannot fence at all still reports a local
    * failure first (it is the more useful message). */
   struct hcgrt_round r;
-  hcgrt_round_init(&r, ctx, HCGRT_ROUND_READY, ready_step, &cr);
+  hcgrt_round_init(&r, ctx, &hcgrt_round_ready, ready_step, &cr);
   stage_local(&r, &cr);
   if ((rc = hcgrt_exchange_usable(ctx, err)))
     return finish(&r, &cr, rc, err);
@@ -248,7 +248,7 @@ int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
   init_local(&r, &cr);
 
   /* Round 2: every rank's DONE status. */
-  hcgrt_round_next(&r, HCGRT_ROUND_DONE, done_step);
+  hcgrt_round_next(&r, &hcgrt_round_done, done_step);
   hcgrt_agree_begin(&r, &cr.agree, &cr.plan, cr.skip, cr.epoch,
                     HCGRT_AGREE_DONE, cr.v2);
   res = hcgrt_round_run(&r);

@@ -316,6 +316,11 @@ static int republish(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
   return HCG_OK;
 }
 
+/* hcg_exchange_ids' round: the ids, then, in a job larger than the fan-in,
+ * the relays' copies. A rank that fails before the first fence leaves. */
+const struct hcgrt_round_table hcgrt_round_ids = {
+    1, 2, {{HCGRT_FENCE_IDS, 0}, {HCGRT_FENCE_RELAY, 1}}};
+
 /* ---- the steps of a round ------------------------------------------------ */
 
 void hcgrt_ids_publish(struct hcgrt_round *r, struct hcgrt_plan *plan,
@@ -386,7 +391,7 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
 
   struct ids_round x = {plan, epoch, flags};
   struct hcgrt_round r;
-  hcgrt_round_init(&r, ctx, HCGRT_ROUND_IDS, ids_step, &x);
+  hcgrt_round_init(&r, ctx, &hcgrt_round_ids, ids_step, &x);
   if (hcgrt_round_run(&r) == HCGRT_ROUND_BROKEN &&
       r.broken == HCGRT_FENCE_IDS && r.fence_rc == HCG_ETIMEOUT)
     hcgrt_exchange_blame(ctx, plan, epoch, &r.fence_err);

@@ -20,6 +20,11 @@ struct publish {
   char pkey[HCGRT_PMIX_MAX_KEYLEN + 1];
 };
 
+/* hcg_ctx_publish's round: one fence, which carries no data. A rank that
+ * fails before it leaves. */
+const struct hcgrt_round_table hcgrt_round_publish = {
+    1, 1, {{HCGRT_FENCE_PUBLISH, 0}}};
+
 static void publish_step(struct hcgrt_round *r, int fence, int after,
                          void *arg) {
   struct publish *p = arg;
@@ -44,7 +49,7 @@ int hcg_ctx_publish(hcg_ctx *ctx, const void *buf, size_t len, long long *epoch,
     return rc;
   struct publish p = {.buf = buf, .len = len, .epoch = ctx->epoch++};
   struct hcgrt_round r;
-  hcgrt_round_init(&r, ctx, HCGRT_ROUND_PUBLISH, publish_step, &p);
+  hcgrt_round_init(&r, ctx, &hcgrt_round_publish, publish_step, &p);
   hcgrt_round_run(&r);
   rc = hcgrt_round_end(&r, err);
   if (!rc)

@@ -9,49 +9,23 @@
 #include "round.h"
 #include "slice.h"
 
-void hcgrt_round_plan(struct hcgrt_round *r, int kind, int world, int fanin) {
+void hcgrt_round_plan(struct hcgrt_round *r,
+                      const struct hcgrt_round_table *table, int world,
+                      int fanin) {
   memset(r, 0, sizeof *r);
-  r->kind = kind;
+  r->table = table;
   r->broken = -1;
-  /* Relays and the agreement's tree serve jobs larger than the fan-in:
-   * only the job's size decides, so every process takes them. */
+  r->leave_early = table->leave_early;
   int relayed = hcgrt_world_relayed(world, fanin);
-  switch (kind) {
-  case HCGRT_ROUND_IDS:
-    r->leave_early = 1;
-    r->fence[r->n++] = HCGRT_FENCE_IDS;
-    if (relayed)
-      r->fence[r->n++] = HCGRT_FENCE_RELAY;
-    break;
-  case HCGRT_ROUND_READY:
-    r->fence[r->n++] = HCGRT_FENCE_IDS;
-    if (relayed) {
-      r->fence[r->n++] = HCGRT_FENCE_SLICES;
-      r->fence[r->n++] = HCGRT_FENCE_GROUPS;
-      r->fence[r->n++] = HCGRT_FENCE_RELAY;
-    }
-    break;
-  case HCGRT_ROUND_DONE:
-    r->fence[r->n++] = HCGRT_FENCE_DONE;
-    if (relayed) {
-      r->fence[r->n++] = HCGRT_FENCE_SLICES;
-      r->fence[r->n++] = HCGRT_FENCE_GROUPS;
-    }
-    break;
-  case HCGRT_ROUND_BROADCAST:
-    r->leave_early = 1;
-    r->fence[r->n++] = HCGRT_FENCE_BROADCAST;
-    break;
-  case HCGRT_ROUND_PUBLISH:
-    r->leave_early = 1;
-    r->fence[r->n++] = HCGRT_FENCE_PUBLISH;
-    break;
-  }
+  for (int k = 0; k < table->n; k++)
+    if (relayed || !table->fence[k].relayed_only)
+      r->fence[r->n++] = table->fence[k].fence;
 }
 
-void hcgrt_round_init(struct hcgrt_round *r, hcg_ctx *ctx, int kind,
+void hcgrt_round_init(struct hcgrt_round *r, hcg_ctx *ctx,
+                      const struct hcgrt_round_table *table,
                       hcgrt_round_step step, void *arg) {
-  hcgrt_round_plan(r, kind, ctx->world, ctx->fanin);
+  hcgrt_round_plan(r, table, ctx->world, ctx->fanin);
   r->ctx = ctx;
   r->timeout_s = ctx->timeout_s;
   r->step = step;
@@ -144,9 +118,11 @@ int hcgrt_round_end(const struct hcgrt_round *r, hcg_error *err) {
   return HCG_OK;
 }
 
-void hcgrt_round_next(struct hcgrt_round *r, int kind, hcgrt_round_step step) {
+void hcgrt_round_next(struct hcgrt_round *r,
+                      const struct hcgrt_round_table *table,
+                      hcgrt_round_step step) {
   struct hcgrt_round prev = *r;
-  hcgrt_round_init(r, prev.ctx, kind, step, prev.arg);
+  hcgrt_round_init(r, prev.ctx, table, step, prev.arg);
   r->take = prev.take;
   r->status = prev.status;
   r->own = prev.own;

@@ -16,15 +16,6 @@
 
 #include "rt.h"
 
-/* The rounds of libhcg. */
-enum hcgrt_round_kind {
-  HCGRT_ROUND_IDS,       /* hcg_exchange_ids: the ids, then relays      */
-  HCGRT_ROUND_READY,     /* hcg_comm_create: the ids and READY statuses */
-  HCGRT_ROUND_DONE,      /* hcg_comm_create: the DONE statuses          */
-  HCGRT_ROUND_BROADCAST, /* hcg_ctx_broadcast                           */
-  HCGRT_ROUND_PUBLISH,   /* hcg_ctx_publish                             */
-};
-
 /* The fences a round may take, each with its name in messages. */
 enum hcgrt_fence {
   HCGRT_FENCE_IDS,       /* "the group exchange"                 */
@@ -37,6 +28,28 @@ enum hcgrt_fence {
 };
 
 #define HCGRT_ROUND_FENCES 4 /* the most fences of one round */
+
+/* A round's schedule, declared once by the call that runs it: its fences
+ * in order, each taken by every job or only by jobs larger than the
+ * fan-in (relayed: only the job's size decides, so that every process
+ * takes the same ones); leave_early: a failure before the first fence ends
+ * the round without fencing (nothing would tell the peers; they time out
+ * and name this rank). */
+struct hcgrt_round_table {
+  int leave_early;
+  int n;
+  struct {
+    int fence; /* enum hcgrt_fence */
+    int relayed_only;
+  } fence[HCGRT_ROUND_FENCES];
+};
+
+/* The rounds of libhcg, each defined beside its call. */
+extern const struct hcgrt_round_table hcgrt_round_ids;       /* exchange.c */
+extern const struct hcgrt_round_table hcgrt_round_ready;     /* create.c */
+extern const struct hcgrt_round_table hcgrt_round_done;      /* create.c */
+extern const struct hcgrt_round_table hcgrt_round_broadcast; /* broadcast.c */
+extern const struct hcgrt_round_table hcgrt_round_publish;   /* publish.c */
 
 /* What hcgrt_round_run reports: every fence taken and no failure; this
  * rank failed but took every fence (its peers learn it from what it
@@ -62,12 +75,10 @@ typedef int (*hcgrt_round_take)(hcg_ctx *ctx, int timeout_s, const char *what,
 
 struct hcgrt_round {
   hcg_ctx *ctx;
-  int kind;
+  const struct hcgrt_round_table *table;
   int n;                         /* fences in the schedule      */
   int fence[HCGRT_ROUND_FENCES]; /* enum hcgrt_fence, in order  */
-  /* 1: a failure before the first fence ends the round without fencing
-   * (nothing would tell the peers; they time out and name this rank). */
-  int leave_early;
+  int leave_early;               /* the table's                 */
   hcgrt_round_step step;
   void *arg;
   hcgrt_round_take take;
@@ -81,15 +92,21 @@ struct hcgrt_round {
   hcg_error fence_err;
 };
 
-/* The schedule of a round of `kind` in a job of `world` processes with
- * fan-in `fanin` into r (its steps and arg are the caller's). Pure. */
-void hcgrt_round_plan(struct hcgrt_round *r, int kind, int world, int fanin);
+/* The schedule of a round of `table` in a job of `world` processes with
+ * fan-in `fanin` into r: the table's fences that such a job takes (its
+ * steps and arg are the caller's). Pure. */
+void hcgrt_round_plan(struct hcgrt_round *r,
+                      const struct hcgrt_round_table *table, int world,
+                      int fanin);
 /* hcgrt_round_plan for the context's job, with its steps. */
-void hcgrt_round_init(struct hcgrt_round *r, hcg_ctx *ctx, int kind,
+void hcgrt_round_init(struct hcgrt_round *r, hcg_ctx *ctx,
+                      const struct hcgrt_round_table *table,
                       hcgrt_round_step step, void *arg);
-/* Makes r the next round of the same call (kind, with its steps and the
+/* Makes r the next round of the same call (table, with its steps and the
  * same arg): the call's rounds share this rank's own failure. */
-void hcgrt_round_next(struct hcgrt_round *r, int kind, hcgrt_round_step step);
+void hcgrt_round_next(struct hcgrt_round *r,
+                      const struct hcgrt_round_table *table,
+                      hcgrt_round_step step);
 /* Runs the round: before/after steps around each fence in order. */
 int hcgrt_round_run(struct hcgrt_round *r);
 /* The call's outcome: this rank's own failure first (its message into

@@ -49,10 +49,11 @@ static void failing_step(struct hcgrt_round *r, int fence, int after,
                                   "step %d failed", t->fail_at));
 }
 
-/* Runs a round of `kind` as rank `rank` of a job, its step number fail_at
+/* Runs a round of `table` as rank `rank` of a job, its step number fail_at
  * failing (-1: none), its fence number break_at failing (-1: none). */
-static int run_one(int kind, int world, int fanin, int rank, int fail_at,
-                   int break_at, struct trace *t, hcg_error *err) {
+static int run_one(const struct hcgrt_round_table *table, int world, int fanin,
+                   int rank, int fail_at, int break_at, struct trace *t,
+                   hcg_error *err) {
   hcg_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.rank = rank;
@@ -63,7 +64,7 @@ static int run_one(int kind, int world, int fanin, int rank, int fail_at,
   t->fail_at = fail_at;
   t->break_at = break_at;
   struct hcgrt_round r;
-  hcgrt_round_init(&r, &ctx, kind, failing_step, t);
+  hcgrt_round_init(&r, &ctx, table, failing_step, t);
   r.take = record_fence;
   r.root = world - 1;
   current = t;
@@ -80,7 +81,7 @@ static int run_one(int kind, int world, int fanin, int rank, int fail_at,
   for (int k = 0; k < r.n; k++)
     relayed |=
         r.fence[k] == HCGRT_FENCE_RELAY || r.fence[k] == HCGRT_FENCE_SLICES;
-  if (kind != HCGRT_ROUND_BROADCAST && kind != HCGRT_ROUND_PUBLISH)
+  if (table != &hcgrt_round_broadcast && table != &hcgrt_round_publish)
     ck_assert_int_eq(relayed, hcgrt_relayed(&ctx));
   return res;
 }
@@ -101,14 +102,15 @@ static const int worlds[] = {1,    2,    3,    4,    5,     7,     8,
 static const int fanins[] = {2, 3, 4, 7, 8, 16, 64, 512};
 
 START_TEST(test_round_same_fences) {
-  static const int kinds[] = {HCGRT_ROUND_IDS, HCGRT_ROUND_READY,
-                              HCGRT_ROUND_DONE, HCGRT_ROUND_BROADCAST,
-                              HCGRT_ROUND_PUBLISH};
+  const struct hcgrt_round_table *const kinds[] = {
+      &hcgrt_round_ids, &hcgrt_round_ready, &hcgrt_round_done,
+      &hcgrt_round_broadcast, &hcgrt_round_publish};
   long long runs = 0;
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
     for (size_t w = 0; w < sizeof worlds / sizeof worlds[0]; w++)
       for (size_t f = 0; f < sizeof fanins / sizeof fanins[0]; f++) {
-        int world = worlds[w], fanin = fanins[f], kind = kinds[k];
+        int world = worlds[w], fanin = fanins[f];
+        const struct hcgrt_round_table *kind = kinds[k];
         struct trace first, t;
         hcg_error err = HCG_ERROR_INIT;
         ck_assert_int_eq(run_one(kind, world, fanin, 0, -1, -1, &first, &err),
@@ -130,9 +132,9 @@ START_TEST(test_round_same_fences) {
           runs++;
           /* A call that nothing tells of an early failure leaves at once;
            * its peers time out and name it. */
-          int early = fail_at == 0 && (kind == HCGRT_ROUND_IDS ||
-                                       kind == HCGRT_ROUND_BROADCAST ||
-                                       kind == HCGRT_ROUND_PUBLISH);
+          int early = fail_at == 0 && (kind == &hcgrt_round_ids ||
+                                       kind == &hcgrt_round_broadcast ||
+                                       kind == &hcgrt_round_publish);
           if (early) {
             ck_assert_int_eq(t.n, 0);
             ck_assert_int_eq(res, HCGRT_ROUND_OWN_FAILURE);
@@ -141,7 +143,7 @@ START_TEST(test_round_same_fences) {
           ck_assert_msg(same(&first, &t),
                         "kind %d, world %d, fan-in %d: rank %d (failing at "
                         "step %d) took %d fences, rank 0 %d",
-                        kind, world, fanin, rank, fail_at, t.n, first.n);
+                        (int)k, world, fanin, rank, fail_at, t.n, first.n);
           ck_assert_int_eq(res, fail_at < 2 * first.n ? HCGRT_ROUND_OWN_FAILURE
                                                       : HCGRT_ROUND_OK);
           ck_assert_msg(fail_at >= 2 * first.n ||
@@ -157,30 +159,30 @@ END_TEST
 START_TEST(test_round_schedules) {
   struct trace t;
   hcg_error err = HCG_ERROR_INIT;
-  run_one(HCGRT_ROUND_READY, 8, 4, 3, -1, -1, &t, &err);
+  run_one(&hcgrt_round_ready, 8, 4, 3, -1, -1, &t, &err);
   ck_assert_int_eq(t.n, 4);
   ck_assert_str_eq(t.what[0], "the group exchange");
   ck_assert_str_eq(t.what[1], "the agreement's slice verdicts");
   ck_assert_str_eq(t.what[2], "the agreement's group verdicts");
   ck_assert_str_eq(t.what[3], "the relay of group ids");
-  run_one(HCGRT_ROUND_READY, 8, 8, 3, -1, -1, &t, &err);
+  run_one(&hcgrt_round_ready, 8, 8, 3, -1, -1, &t, &err);
   ck_assert_int_eq(t.n, 1);
-  run_one(HCGRT_ROUND_DONE, 8, 8, 3, -1, -1, &t, &err);
+  run_one(&hcgrt_round_done, 8, 8, 3, -1, -1, &t, &err);
   ck_assert_int_eq(t.n, 1);
   ck_assert_str_eq(t.what[0], "the agreement on the communicators");
   ck_assert_int_eq(t.timeout[0], 2 * 30 + 5);
-  run_one(HCGRT_ROUND_DONE, 9, 8, 3, -1, -1, &t, &err);
+  run_one(&hcgrt_round_done, 9, 8, 3, -1, -1, &t, &err);
   ck_assert_int_eq(t.n, 3);
-  run_one(HCGRT_ROUND_IDS, 9, 8, 3, -1, -1, &t, &err);
+  run_one(&hcgrt_round_ids, 9, 8, 3, -1, -1, &t, &err);
   ck_assert_int_eq(t.n, 2);
   ck_assert_str_eq(t.what[1], "the relay of group ids");
   ck_assert_int_eq(t.timeout[1], 30);
-  run_one(HCGRT_ROUND_BROADCAST, 9, 8, 3, -1, -1, &t, &err);
+  run_one(&hcgrt_round_broadcast, 9, 8, 3, -1, -1, &t, &err);
   ck_assert_int_eq(t.n, 1);
   ck_assert_str_eq(t.what[0], "a broadcast from rank 8");
   /* A publication: one fence at any size (no relay: each fetch is one get
    * from the publisher, and the caller bounds who fetches from whom). */
-  run_one(HCGRT_ROUND_PUBLISH, 100000, 512, 3, -1, -1, &t, &err);
+  run_one(&hcgrt_round_publish, 100000, 512, 3, -1, -1, &t, &err);
   ck_assert_int_eq(t.n, 1);
   ck_assert_str_eq(t.what[0], "a publication by every process");
   ck_assert_int_eq(t.timeout[0], 30);
@@ -192,13 +194,13 @@ END_TEST
 START_TEST(test_round_broken) {
   struct trace t;
   hcg_error err = HCG_ERROR_INIT;
-  ck_assert_int_eq(run_one(HCGRT_ROUND_READY, 64, 4, 5, -1, 1, &t, &err),
+  ck_assert_int_eq(run_one(&hcgrt_round_ready, 64, 4, 5, -1, 1, &t, &err),
                    HCGRT_ROUND_BROKEN);
   ck_assert_int_eq(t.n, 2);
   ck_assert_int_eq(t.steps, 3); /* before 0, after 0, before 1 */
   ck_assert_int_eq(err.code, HCG_ETIMEOUT);
   ck_assert_ptr_nonnull(strstr(err.message, "slice verdicts"));
-  ck_assert_int_eq(run_one(HCGRT_ROUND_READY, 64, 4, 5, 1, 2, &t, &err),
+  ck_assert_int_eq(run_one(&hcgrt_round_ready, 64, 4, 5, 1, 2, &t, &err),
                    HCGRT_ROUND_BROKEN);
   ck_assert_int_eq(t.n, 3);
   ck_assert_int_eq(err.code, HCG_ENCCL);
