@@ -8,23 +8,17 @@
 #include "hostlist.h"
 #include "step.h"
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
-
 int hcgp_tasks_per_node(const char *s, int nnodes, int *counts) {
   if (!s || nnodes < 1 || !counts)
     return -1;
   int at = 0;
   for (const char *p = s;;) {
-    const char *q = p;
-    while (is_digit(*q))
-      q++;
+    const char *q = p + strspn(p, "0123456789");
     long c, reps = 1;
     if (hcgp_parse_digits(p, (size_t)(q - p), &c) || c < 1 || c > HCG_MAX_WORLD)
       return -1;
     if (q[0] == '(' && q[1] == 'x') {
-      const char *r = q + 2;
-      while (is_digit(*r))
-        r++;
+      const char *r = q + 2 + strspn(q + 2, "0123456789");
       if (*r != ')' || hcgp_parse_digits(q + 2, (size_t)(r - q - 2), &reps) ||
           reps < 1)
         return -1;

@@ -36,6 +36,10 @@ int explain_svg(FILE *out, const struct desc *d,
 
 /* megatron.c: `hcg layout` and `hcg help layout`; -1 when argv is neither
  * (main goes on), else the exit status. */
+/* A decimal int in [min, INT_MAX], the whole string, no sign or leading
+ * space: 0, or -1 (main.c; every count an option of hcg takes). */
+int hcg_cli_parse_count(const char *s, int min, int *out);
+
 int hcg_cli_layout_dispatch(int argc, char **argv);
 int hcg_cli_layout_help(FILE *out);
 

@@ -191,8 +191,7 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt,
   return EXIT_USAGE;
 }
 
-/* A decimal int in [min, INT_MAX], whole string. */
-static int parse_count(const char *s, int min, int *out) {
+int hcg_cli_parse_count(const char *s, int min, int *out) {
   if (!s || !*s)
     return -1;
   errno = 0;
@@ -227,7 +226,7 @@ static int take_positional(struct options *o, const char *arg) {
 static int take_option(int c, struct options *o, char **argv) {
   switch (c) {
   case 'n':
-    if (parse_count(optarg, 1, &o->world))
+    if (hcg_cli_parse_count(optarg, 1, &o->world))
       return usage_error("-n wants a positive number of ranks, got '%s'",
                          optarg);
     break;
@@ -235,7 +234,7 @@ static int take_option(int c, struct options *o, char **argv) {
     o->language = optarg;
     break;
   case 'r':
-    if (parse_count(optarg, 0, &o->rank))
+    if (hcg_cli_parse_count(optarg, 0, &o->rank))
       return usage_error("--rank wants a rank (0, 1, ...), got '%s'", optarg);
     break;
   case 'f':
@@ -248,11 +247,11 @@ static int take_option(int c, struct options *o, char **argv) {
     o->full = 1;
     break;
   case 'N':
-    if (parse_count(optarg, 1, &o->nodes))
+    if (hcg_cli_parse_count(optarg, 1, &o->nodes))
       return usage_error("--nodes wants a positive number, got '%s'", optarg);
     break;
   case 'K':
-    if (parse_count(optarg, 1, &o->tasks_per_node))
+    if (hcg_cli_parse_count(optarg, 1, &o->tasks_per_node))
       return usage_error("--tasks-per-node wants a positive number, got '%s'",
                          optarg);
     break;
@@ -267,7 +266,7 @@ static int take_option(int c, struct options *o, char **argv) {
     o->dims = optarg;
     break;
   case 'B':
-    if (parse_count(optarg, 1, &o->domain_size))
+    if (hcg_cli_parse_count(optarg, 1, &o->domain_size))
       return usage_error("--domain-size wants a positive number of nodes, "
                          "got '%s'",
                          optarg);

@@ -590,17 +590,11 @@ static int layout_options(int argc, char **argv, const char **args, int *world,
     case 'M':
       *args = optarg;
       break;
-    case 'n': {
-      char *end;
-      errno = 0;
-      long v = strtol(optarg, &end, 10);
-      if (errno || *end || end == optarg || v < 1 || v > INT_MAX ||
-          optarg[0] == '+' || optarg[0] == ' ')
+    case 'n':
+      if (hcg_cli_parse_count(optarg, 1, world))
         return layout_usage_error("-n wants a positive number of ranks, got",
                                   optarg);
-      *world = (int)v;
       break;
-    }
     case 'E':
       *encoder = optarg;
       break;

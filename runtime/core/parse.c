@@ -275,7 +275,6 @@ static int add_grid(struct parser *p, const char *name, hcg_pos pos,
   return HCG_OK;
 }
 
-/* ITEM := [NAME ['@' INT] ':'] DIMS | NAME '/' NAME ':' DIMS */
 /* "NAME/VIEW: DIMS" after NAME (at start): a view on an earlier grid. */
 static int parse_view(struct parser *p, const char *name, hcg_pos start) {
   p->i++; /* the '/' */
@@ -347,6 +346,7 @@ static int parse_named_grid(struct parser *p, const char *name, hcg_pos start) {
   return parse_dims(p, g, 0, &g->views[0], g->name);
 }
 
+/* ITEM := [NAME ['@' INT] ':'] DIMS | NAME '/' NAME ':' DIMS */
 static int parse_item(struct parser *p) {
   hcg_pos start = p->i;
   char name[HCG_NAME_BUF];

@@ -8,34 +8,33 @@
 # shellcheck disable=SC2034 # used by the .bats files
 STAMP=$BATS_TEST_DIRNAME/stamp.sh
 
-# ended_soon FILES... LIMIT: every task of FILES ended ("ended EPOCH")
-# less than LIMIT seconds after the last of them started ("started
-# EPOCH"); prints that figure to the test's output (fd 3).
-ended_soon() {
-  local limit=${*: -1} took
-  took=$(cat "${@:1:$#-1}" | awk '
+# _ended_within WHAT LIMIT: reads "started EPOCH" and "ended EPOCH" lines;
+# the last end less than LIMIT seconds after the last start, the figure
+# printed to the test's output (fd 3) as "WHAT ended ...".
+_ended_within() {
+  local took
+  took=$(awk '
     $1 == "started" && $2 > last { last = $2 }
     $1 == "ended" && $2 > end { end = $2 }
     END { if (end == "" || last == "") exit 1; printf "%.1f", end - last }') || {
-    echo "ended_soon: no task noted both its start and its end" >&2
+    echo "$1: no task noted its start (or none its end)" >&2
     return 1
   }
-  echo "the tasks ended ${took}s after the last one started (limit ${limit}s)" >&3
-  awk -v t="$took" -v l="$limit" 'BEGIN { exit !(t < l) }'
+  echo "$1 ended ${took}s after the last task started (limit ${2}s)" >&3
+  awk -v t="$took" -v l="$2" 'BEGIN { exit !(t < l) }'
+}
+
+# ended_soon FILES... LIMIT: every task of FILES ended ("ended EPOCH")
+# less than LIMIT seconds after the last of them started ("started
+# EPOCH").
+ended_soon() {
+  cat "${@:1:$#-1}" | _ended_within "the tasks" "${*: -1}"
 }
 
 # step_ended_soon FILES... LIMIT: the step (srun, which has just returned)
 # ended less than LIMIT seconds after the last task of FILES started, for
 # steps whose tasks Slurm may kill before they note their end.
 step_ended_soon() {
-  local limit=${*: -1} now took
-  now=$(date +%s.%N)
-  took=$(cat "${@:1:$#-1}" | awk -v now="$now" '
-    $1 == "started" && $2 > last { last = $2 }
-    END { if (last == "") exit 1; printf "%.1f", now - last }') || {
-    echo "step_ended_soon: no task noted its start" >&2
-    return 1
-  }
-  echo "the step ended ${took}s after the last task started (limit ${limit}s)" >&3
-  awk -v t="$took" -v l="$limit" 'BEGIN { exit !(t < l) }'
+  { cat "${@:1:$#-1}"; echo "ended $(date +%s.%N)"; } |
+    _ended_within "the step" "${*: -1}"
 }

@@ -698,7 +698,7 @@ def main() -> int:
             STORE.append(store)
             result = SCENARIOS[scenario](rank, world, arg)
             print("RESULT " + json.dumps(result), flush=True)
-            _outlive_peers(store, rank, world)
+            _outlive_peers(store, world)
             return 0
         dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
                                 timeout=timeout)
@@ -708,10 +708,10 @@ def main() -> int:
         result = SCENARIOS[scenario](rank, world, arg)
     except Exception:
         print("RESULT " + json.dumps({"exception": traceback.format_exc()}), flush=True)
-        _outlive_peers(_job_store(store), rank, world)
+        _outlive_peers(_job_store(store), world)
         return 3
     print("RESULT " + json.dumps(result), flush=True)
-    _outlive_peers(_job_store(store), rank, world)
+    _outlive_peers(_job_store(store), world)
     return 0
 
 
@@ -728,7 +728,7 @@ def _job_store(store):
         return None
 
 
-def _outlive_peers(store, rank: int, world: int) -> None:
+def _outlive_peers(store, world: int) -> None:
     """Every rank stays until every rank is done (30 s at most), as a job
     ends with a barrier: rank 0 hosts the store, which a rank still naming
     the members that never arrived reads; and gloo's connection of a group
