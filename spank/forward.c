@@ -131,14 +131,10 @@ int hcgp_forward_refused(const char *value, size_t value_len, uint32_t job,
 }
 
 /* The HCG_* settings a user may pass to a task; keep doc/security.md and
- * hcg(1) in step. HCG_TEST_COMM_FAIL and HCG_REQUIRE_TORCH are test hooks,
- * HCG_DEBUG_REQUESTS a counter for tests. */
+ * hcg(1) in step. (The test programs' settings are HCGTEST_*, not ours.) */
 static const char *const user_settings[] = {
-    "HCG_TIMEOUT",       "HCG_TRACE",
-    "HCG_FANIN",         "HCG_LIBRARY",
-    "HCG_CLI",           "HCG_TEST_COMM_FAIL",
-    "HCG_REQUIRE_TORCH", "HCG_DEBUG_REQUESTS",
-    "HCG_PMIX_LIBRARY",
+    "HCG_TIMEOUT", "HCG_TRACE", "HCG_FANIN",
+    "HCG_LIBRARY", "HCG_CLI",   "HCG_PMIX_LIBRARY",
 };
 
 int hcgp_env_user_setting(const char *name) {

@@ -77,7 +77,7 @@ for py in $pythons; do
     # shellcheck disable=SC2086 # $slowest is two words or none
     if ! (cd "$here" &&
           HCG_LIBRARY=$lib HCG_CLI=$cli PYTHONPATH=$here${PYTHONPATH:+:$PYTHONPATH} \
-          HCG_REQUIRE_TORCH=$(req "$py") \
+          HCGTEST_REQUIRE_TORCH=$(req "$py") \
               "$py" -B -m unittest discover -v $slowest -s tests 2>&1); then
         status=1
     fi

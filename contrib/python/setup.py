@@ -110,7 +110,7 @@ def _built(d, names):
     """What an in-tree build left in runtime/: no part of an sdist."""
     gone = {".deps", ".libs", "Makefile", "config.h", "stamp-h1"}
     return [n for n in names if n in gone or n.endswith((".o", ".lo", ".la")) or
-            (n in ("hcg", "hcg.pc", "hcg-hello", "hcg-hello-hook") and
+            (n in ("hcg", "hcg.pc", "hcg-hello", "hcg-hello-test") and
              os.path.isfile(os.path.join(d, n)))]
 
 

@@ -182,9 +182,11 @@ static int init_scalable(const struct hcgrt_item *it, struct hcgrt_pending *p,
 /* Initializes the pending communicators not skipped in one non-blocking
  * NCCL group and polls until all are ready, one fails, or the deadline
  * passes; on failure aborts all of them. */
-int hcgrt_comm_init_all(hcg_ctx *ctx, const struct hcgrt_plan *plan,
-                        struct hcgrt_pending *p, const int *skip,
-                        hcg_error *err) {
+/* Initializes the pending communicators not skipped in one non-blocking
+ * NCCL group and polls until all are ready, one fails, or the deadline
+ * passes. */
+static int init_all(hcg_ctx *ctx, const struct hcgrt_plan *plan,
+                    struct hcgrt_pending *p, const int *skip, hcg_error *err) {
   int n = plan->n, rc = HCG_OK, count = 0, first = -1;
   for (int i = 0; i < n; i++)
     if (!skip[i]) {
@@ -280,8 +282,9 @@ int hcgrt_comm_init_all(hcg_ctx *ctx, const struct hcgrt_plan *plan,
   return rc;
 }
 
-int hcgrt_comm_streams(struct hcgrt_pending *p, int n, const int *skip,
-                       hcg_error *err) {
+/* One stream each for the communicators not skipped. */
+static int streams(struct hcgrt_pending *p, int n, const int *skip,
+                   hcg_error *err) {
   int least = 0, greatest = 0;
   cudaError_t ce = cudaDeviceGetStreamPriorityRange(&least, &greatest);
   if (ce != cudaSuccess)
@@ -298,6 +301,23 @@ int hcgrt_comm_streams(struct hcgrt_pending *p, int n, const int *skip,
   }
   return HCG_OK;
 }
+
+static int nccl_ready(hcg_ctx *ctx, hcg_error *err) {
+  return hcg_ctx_device(ctx, NULL, err);
+}
+
+static int nccl_init(hcg_ctx *ctx, const struct hcgrt_plan *plan,
+                     struct hcgrt_pending *p, const int *skip, hcg_error *err) {
+  int rc = init_all(ctx, plan, p, skip, err);
+  return rc ? rc : streams(p, plan->n, skip, err);
+}
+
+const struct hcgrt_comm_backend hcgrt_comm_nccl = {
+    .id_flags = 0, /* NCCL's own ids */
+    .check = NULL,
+    .ready = nccl_ready,
+    .init = nccl_init,
+};
 
 /* Aborts pending communicator i, if it was made, and its stream. */
 void hcgrt_comm_abort(struct hcgrt_pending *p) {

@@ -14,18 +14,16 @@
 #include <string.h>
 
 #include "comm_nccl.h"
-#include "hook.h"
 #include "round.h"
 #include "slice.h"
 
-/* NULL in libhcg: only a test build installs a reader (hook.h). */
-int (*hcgrt_hook_reader)(struct hcgrt_hook *h, hcg_error *err);
+const struct hcgrt_comm_backend *hcgrt_comm_backend = &hcgrt_comm_nccl;
 
 /* The state of one hcg_comm_create; this rank's own failure is its
  * rounds'. */
 struct create {
   const hcg_groupset *set;
-  struct hcgrt_hook hook;
+  const struct hcgrt_comm_backend *b;
   struct hcgrt_plan plan;
   long long epoch;
   struct hcgrt_pending *p;
@@ -34,17 +32,6 @@ struct create {
   struct hcgrt_verdict *v2;     /* DONE verdicts                           */
   struct hcgrt_agreement agree; /* the agreement of the round running     */
 };
-
-/* The failure the test hook makes this rank have at `stage`, or HCG_OK. */
-static int hook_fail(const struct hcgrt_hook *h, int stage, int rank,
-                     hcg_error *err) {
-  if (!h->on || h->stage != stage || h->rank != rank)
-    return HCG_OK;
-  return hcg__fail(err, HCG_ENCCL, "%s: rank %d fails %s (a test hook)",
-                   h->name, rank,
-                   stage == HCGRT_HOOK_PREPARE ? "before the exchange"
-                                               : "its NCCL initialization");
-}
 
 /* Everything up to the exchange, none of which needs a peer. */
 static void stage_local(struct hcgrt_round *r, struct create *cr) {
@@ -82,11 +69,7 @@ static void stage_local(struct hcgrt_round *r, struct create *cr) {
                                                version, &cr->p[i],
                                                hcgrt_round_err(r))))
       return;
-  if (hcgrt_round_note(r, hook_fail(&cr->hook, HCGRT_HOOK_PREPARE, ctx->rank,
-                                    hcgrt_round_err(r))))
-    return;
-  if (!cr->hook.on)
-    hcgrt_round_note(r, hcg_ctx_device(ctx, NULL, hcgrt_round_err(r)));
+  hcgrt_round_note(r, cr->b->ready(ctx, hcgrt_round_err(r)));
 }
 
 /* The first round's steps: the ids, and the agreement on READY; once it
@@ -95,8 +78,7 @@ static void stage_local(struct hcgrt_round *r, struct create *cr) {
 static void ready_step(struct hcgrt_round *r, int fence, int after, void *arg) {
   struct create *cr = arg;
   if (!after && fence == HCGRT_FENCE_IDS)
-    hcgrt_ids_publish(r, &cr->plan, cr->epoch,
-                      cr->hook.on ? HCG_EXCHANGE_RANDOM_IDS : 0);
+    hcgrt_ids_publish(r, &cr->plan, cr->epoch, cr->b->id_flags);
   hcgrt_agree_step(r, &cr->agree, fence, after);
   int agreed = hcgrt_relayed(r->ctx) ? HCGRT_FENCE_GROUPS : HCGRT_FENCE_IDS;
   if (after && fence == agreed) {
@@ -110,19 +92,11 @@ static void ready_step(struct hcgrt_round *r, int fence, int after, void *arg) {
 
 /* Between the rounds: NCCL initialization of the groups not skipped. */
 static void init_local(struct hcgrt_round *r, struct create *cr) {
-  int n = cr->plan.n;
-  if (!r->status && !cr->hook.on) {
-    hcgrt_round_note(r, hcgrt_comm_init_all(r->ctx, &cr->plan, cr->p, cr->skip,
-                                            hcgrt_round_err(r)));
-    if (!r->status)
-      hcgrt_round_note(
-          r, hcgrt_comm_streams(cr->p, n, cr->skip, hcgrt_round_err(r)));
-  }
   if (!r->status)
-    hcgrt_round_note(r, hook_fail(&cr->hook, HCGRT_HOOK_INIT, r->ctx->rank,
-                                  hcgrt_round_err(r)));
+    hcgrt_round_note(
+        r, cr->b->init(r->ctx, &cr->plan, cr->p, cr->skip, hcgrt_round_err(r)));
   if (r->status)
-    hcgrt_comm_abort_all(cr->p, n);
+    hcgrt_comm_abort_all(cr->p, cr->plan.n);
 }
 
 /* The second round's steps: the agreement on DONE. Peers may still be in
@@ -136,7 +110,7 @@ static void done_step(struct hcgrt_round *r, int fence, int after, void *arg) {
 }
 
 /* The communicators whose groups succeeded everywhere go to the context
- * (none under the test hook, which made none). */
+ * (none from a backend that made none). */
 static int keep(hcg_ctx *ctx, struct create *cr, int *kept) {
   int n = cr->plan.n, k = 0;
   *kept = 0;
@@ -217,11 +191,17 @@ static int finish(const struct hcgrt_round *r, struct create *cr, int rc,
 }
 
 int hcg_comm_create(hcg_ctx *ctx, const hcg_groupset *set, hcg_error *err) {
+  return hcgrt_comm_create(ctx, set, hcgrt_comm_backend, err);
+}
+
+int hcgrt_comm_create(hcg_ctx *ctx, const hcg_groupset *set,
+                      const struct hcgrt_comm_backend *b, hcg_error *err) {
   struct create cr;
   memset(&cr, 0, sizeof cr);
   cr.set = set;
+  cr.b = b;
   int rc = hcgrt_check_set(ctx, set, "hcg_comm_create", err);
-  if (rc || (hcgrt_hook_reader && (rc = hcgrt_hook_reader(&cr.hook, err))))
+  if (rc || (b->check && (rc = b->check(err))))
     return rc;
 
   /* Plan. A context that cannot fence at all still reports a local

@@ -26,13 +26,11 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "pmix_abi.h"
 #include "rt.h"
@@ -45,28 +43,9 @@ enum { GRACE_S = 2 };
 struct hcgrt_pmix {
   const struct hcgpx_api *api;
   hcgpx_proc_t me;
-  char *debug_requests; /* HCG_DEBUG_REQUESTS, or NULL */
 };
 
-/* Appends one line per get to the HCG_DEBUG_REQUESTS file (tests count the
- * requests per publisher from it). One write per line: with O_APPEND the
- * lines of concurrent processes do not mix. Best effort. */
-static void log_requests(const struct hcgrt_pmix *px,
-                         const struct hcgrt_get *gets, int n) {
-  int fd =
-      open(px->debug_requests, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return;
-  for (int i = 0; i < n; i++) {
-    char line[HCG_KEY_MAX + 600];
-    int len = snprintf(line, sizeof line, "get %d %d %s\n", gets[i].rank,
-                       (int)px->me.rank, gets[i].key);
-    if (len > 0 && (size_t)len < sizeof line &&
-        write(fd, line, (size_t)len) != len)
-      break;
-  }
-  close(fd);
-}
+void (*hcgrt_pmix_gets_seen)(int by, const struct hcgrt_get *gets, int n);
 
 int hcgrt_pmix_present(void) { return getenv("PMIX_NAMESPACE") != NULL; }
 
@@ -184,12 +163,6 @@ int hcgrt_pmix_open(struct hcgrt_pmix **out, int *rank, long long *job_size,
     return pmix_error(api, err, st, "PMIx_Get(PMIX_JOB_SIZE)");
   }
   value_release(api, v);
-  const char *dbg = getenv("HCG_DEBUG_REQUESTS");
-  if (dbg && *dbg && !(px->debug_requests = strdup(dbg))) {
-    api->finalize(NULL, 0);
-    free(px);
-    return hcg__fail(err, HCG_ENOMEM, "out of memory for PMIx state");
-  }
   *out = px;
   return HCG_OK;
 }
@@ -202,7 +175,6 @@ void hcgrt_pmix_close(struct hcgrt_pmix *px) {
   px->api->finalize(NULL, 0);
   if (!px->api->initialized())
     free_orphans();
-  free(px->debug_requests);
   free(px);
 }
 
@@ -503,8 +475,8 @@ static int get_batch(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
   const struct hcgpx_api *api = px->api;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (px->debug_requests)
-    log_requests(px, gets, n);
+  if (hcgrt_pmix_gets_seen)
+    hcgrt_pmix_gets_seen((int)px->me.rank, gets, n);
   for (int i = 0; i < n; i++) {
     const struct hcgrt_get *g = &gets[i];
     struct timespec t;

@@ -67,13 +67,14 @@ struct hcgrt_get {
 #define HCGRT_GET_DYN_MAX (1 << 24)
 int hcgrt_pmix_get_all(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
                        size_t len, int timeout_s, hcg_error *err);
-/* HCG_DEBUG_REQUESTS=FILE (read at hcgrt_pmix_open): every get appends
- * "get PUBLISHER BY_RANK KEY" to FILE, so that a test can count the
- * requests each publisher answers. */
 /* The same, each outcome into rcs[i] (HCG_OK, HCG_ETIMEOUT or HCG_EPMIX)
  * instead of an error: fails only for lack of memory. */
 int hcgrt_pmix_get_each(struct hcgrt_pmix *px, struct hcgrt_get *gets, int n,
                         size_t len, int timeout_s, int *rcs, hcg_error *err);
+/* NULL in libhcg; a test program sets it before main to see each batch of
+ * gets that rank `by` makes (runtime/testing/requests.c). */
+extern void (*hcgrt_pmix_gets_seen)(int by, const struct hcgrt_get *gets,
+                                    int n);
 
 /* ---- contexts (ctx.c) -------------------------------------------------- */
 

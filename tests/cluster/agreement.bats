@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The agreement of hcg_comm_create on the private cluster, with no GPU: the
-# test hook HCG_TEST_COMM_FAIL=RANK:STAGE (test builds only: hcg-hello-hook,
-# which is hcg-hello linked with runtime/lib/hook_env.c; doc/runtime.md) makes
+# test backend's HCGTEST_COMM_FAIL=RANK:STAGE (hcg-hello-test, which is
+# hcg-hello linked with runtime/testing's libhcgtesting; doc/runtime.md) makes
 # hcg_comm_create skip the device and NCCL and makes one rank fail on
 # purpose, before the exchange (prepare) or at NCCL initialization (init).
 # The PMIx exchange and agreement are real: every member of a group of the
@@ -19,7 +19,7 @@ setup() {
   # "NCCL communicators: no").
   grep -qx '#define HCG_HAVE_NCCL 1' "$HCG_BUILD/config.h" ||
     skip "libhcg was built without NCCL: hcg_comm_create returns HCG_ENOTSUP"
-  HELLO=$HCG_BUILD/runtime/hcg-hello-hook # libhcg has no hook
+  HELLO=$HCG_BUILD/runtime/hcg-hello-test # libhcg has no hook
   LAYOUT='llm:tp=2,dp=*,pp=2'
 }
 
@@ -33,7 +33,7 @@ failed_lines() { task_out | grep '^comms [0-9]* failed '; }
 # nobody waited for the 20 s timeout (which starts after hcg-hello's own
 # exchange, so after the last task's start: ended_soon).
 one_fails() {
-  export HCG_TEST_COMM_FAIL=$1
+  export HCGTEST_COMM_FAIL=$1
   local rank=${1%%:*}
   hello_cmd 8 "$LAYOUT" "$STAMP" "$OUT" "$HELLO" --force-comm --timeout 20
   [ "$status" -ne 0 ] || { show; false; }
@@ -45,18 +45,18 @@ one_fails() {
 }
 
 @test "a rank that fails before the exchange: every peer learns it at once" {
-  one_fails 3:prepare "HCG_TEST_COMM_FAIL: rank 3 fails before the exchange" \
+  one_fails 3:prepare "HCGTEST_COMM_FAIL: rank 3 fails before the exchange" \
     "failed before NCCL initialization (NCCL error), so every member left it uninitialized"
 }
 
 @test "a rank that fails its NCCL initialization: every member aborts" {
-  one_fails 5:init "HCG_TEST_COMM_FAIL: rank 5 fails its NCCL initialization" \
+  one_fails 5:init "HCGTEST_COMM_FAIL: rank 5 fails its NCCL initialization" \
     "failed to initialize it (NCCL error), so every member aborted it"
 }
 
 @test "only the failed rank's own groups fail; the other ranks succeed" {
   # tp groups are pairs: rank 2 shares llm:tp with rank 3, nobody else.
-  export HCG_TEST_COMM_FAIL=3:init
+  export HCGTEST_COMM_FAIL=3:init
   hello 8 "$LAYOUT" --force-comm --timeout 20 --spec llm:tp
   [ "$status" -ne 0 ] || { show; false; }
   [ "$(task_err | grep -c "rank 2: HCG_ENCCL: the communicator of group 'llm:tp' was not formed: rank 3 ")" -eq 1 ] || { show; false; }
@@ -66,7 +66,7 @@ one_fails() {
 }
 
 @test "nobody fails: 2 fences per hcg_comm_create, every rank succeeds" {
-  export HCG_TEST_COMM_FAIL=99:init # no such rank
+  export HCGTEST_COMM_FAIL=99:init # no such rank
   hello 8 "$LAYOUT" --force-comm --timeout 20
   [ "$status" -eq 0 ] || { show; false; }
   check_groups 8 "$LAYOUT"
@@ -74,10 +74,10 @@ one_fails() {
 }
 
 @test "a malformed test hook is refused by every rank, before any fence" {
-  export HCG_TEST_COMM_FAIL=3:later
+  export HCGTEST_COMM_FAIL=3:later
   hello 4 'llm:tp=2,dp=*' --force-comm --timeout 20
   [ "$status" -ne 0 ] || { show; false; }
-  [ "$(task_err | grep -c "HCG_EINVAL: HCG_TEST_COMM_FAIL='3:later': expected RANK:prepare or RANK:init")" -eq 4 ] || { show; false; }
+  [ "$(task_err | grep -c "HCG_EINVAL: HCGTEST_COMM_FAIL='3:later': expected RANK:prepare or RANK:init")" -eq 4 ] || { show; false; }
 }
 
 @test "no GPU and no hook: every rank fails at once with its own HCG_ECUDA" {
@@ -100,7 +100,7 @@ one_fails() {
   valgrind_wrapper "$vg"
   # One failure at initialization on 2 tasks: the agreement's puts, reads,
   # verdict and cleanup on both sides (valgrind costs ~10 s per run here).
-  hello_cmd 2 'llm:tp=2' --export=ALL,HCG_TEST_COMM_FAIL=1:init "$vg" \
+  hello_cmd 2 'llm:tp=2' --export=ALL,HCGTEST_COMM_FAIL=1:init "$vg" \
     --force-comm --timeout 30
   [ "$(failed_lines | wc -l)" -eq 2 ] || { show; false; }
   for f in "$OUT"/vg.*.log; do
@@ -109,7 +109,7 @@ one_fails() {
   # Bounded fan-in on 4 tasks (HCG_FANIN=2): a group of 4 in 2 slices with
   # 2 ids, relayed by rank 2 to rank 3 after the relay fence.
   rm -f "$OUT"/vg.*.log
-  hello_cmd 4 'llm:tp=1,dp=*' --export=ALL,HCG_TEST_COMM_FAIL=99:init,HCG_FANIN=2 \
+  hello_cmd 4 'llm:tp=1,dp=*' --export=ALL,HCGTEST_COMM_FAIL=99:init,HCG_FANIN=2 \
     "$vg" --force-comm --timeout 60
   [ "$status" -eq 0 ] || { show; cat "$OUT"/vg.*.log; false; }
   for f in "$OUT"/vg.*.log; do
@@ -120,7 +120,7 @@ one_fails() {
 @test "options go through the real mapping: min_ctas alone is completed or refused" {
   # Under the hook the options are still mapped onto ncclConfig_t. min_ctas
   # without max_ctas gets NCCL's channel limit as maxCTAs (64 in 2.28) ...
-  export HCG_TEST_COMM_FAIL=99:init
+  export HCGTEST_COMM_FAIL=99:init
   hello 4 'llm:tp=2,dp=*' --force-comm --timeout 20 --comm-option min_ctas=8
   [ "$status" -eq 0 ] || { show; false; }
   [ "$(fence_counts)" = 3 ]
@@ -138,8 +138,8 @@ one_fails() {
   # travel under '+KEY' next to every get of 'KEY' (from the leader) and
   # '@+KEY' next to every get of '@KEY' (from a slice's relay). NCCL needs
   # 2.23+ (ncclCommInitRankScalable); without it one id, as before.
-  export HCG_TEST_COMM_FAIL=99:init # no such rank: nobody fails
-  HCG_FANIN=4 HCG_DEBUG_REQUESTS=$OUT/req hello 16 "$LAYOUT" --force-comm --timeout 20
+  export HCGTEST_COMM_FAIL=99:init # no such rank: nobody fails
+  HCG_FANIN=4 HCGTEST_REQUESTS=$OUT/req hello 16 "$LAYOUT" --force-comm --timeout 20
   [ "$status" -eq 0 ] || { show; false; }
   check_groups 16 "$LAYOUT"
   # hcg-hello's own exchange (epoch 0, one id per group) comes first: count
@@ -160,7 +160,7 @@ one_fails() {
   fi
 }
 
-# agreement_requests FILE EPOCH: "STATUS TREE" from an HCG_DEBUG_REQUESTS
+# agreement_requests FILE EPOCH: "STATUS TREE" from an HCGTEST_REQUESTS
 # log: the most requests one publisher answered for its status key
 # (hcg.E.ready or hcg.E.done), and for one key of the tree (hcg.E.!...).
 agreement_requests() {
@@ -193,7 +193,7 @@ last_epoch() {
     msg=${stage#*:}
     stage=${stage%%:*}
     echo "rank $rank fails at $stage" >&3
-    HCG_TEST_COMM_FAIL=$rank:$stage HCG_FANIN=4 hello_cmd 16 "$LAYOUT" "$STAMP" "$OUT" "$HELLO" --force-comm --timeout 20
+    HCGTEST_COMM_FAIL=$rank:$stage HCG_FANIN=4 hello_cmd 16 "$LAYOUT" "$STAMP" "$OUT" "$HELLO" --force-comm --timeout 20
     [ "$status" -ne 0 ] || { show; false; }
     [ "$(task_err | grep -c "HCG_ENCCL: the communicator of group 'llm:[a-z_-]*' was not formed: rank $rank $msg")" -eq 15 ] || { show; false; }
     [ "$(failed_lines | wc -l)" -eq 16 ] || { show; false; }
@@ -207,10 +207,10 @@ last_epoch() {
   # read by its 31 peers. Through the tree a status is read by the members
   # of the rank's groups of at most 4 (3 each) and by its slice heads, and a
   # tree key by at most F - 1 + ceil(size / F) - 1 = 3 + 7 ranks.
-  export HCG_TEST_COMM_FAIL=99:init # no such rank: nobody fails
+  export HCGTEST_COMM_FAIL=99:init # no such rank: nobody fails
   local n e counts groups
   for n in 16 32; do
-    HCG_FANIN=4 HCG_DEBUG_REQUESTS=$OUT/req.$n hello "$n" "$LAYOUT" --force-comm --timeout 20
+    HCG_FANIN=4 HCGTEST_REQUESTS=$OUT/req.$n hello "$n" "$LAYOUT" --force-comm --timeout 20
     [ "$status" -eq 0 ] || { show; false; }
     check_groups "$n" "$LAYOUT"
     e=$(last_epoch "$OUT/req.$n")
@@ -230,7 +230,7 @@ last_epoch() {
   # 4 tasks, HCG_FANIN=2: the 4-member groups are cut into 2 slices.
   for r in 2 3; do
     rm -f "$OUT"/vg.*.log
-    hello_cmd 4 'llm:tp=2,dp=*' --export=ALL,HCG_FANIN=2,HCG_TEST_COMM_FAIL=$r:init \
+    hello_cmd 4 'llm:tp=2,dp=*' --export=ALL,HCG_FANIN=2,HCGTEST_COMM_FAIL=$r:init \
       "$vg" --force-comm --timeout 30
     [ "$status" -ne 0 ] || { show; false; }
     [ "$(task_err | grep -c "was not formed: rank $r ")" -eq 3 ] || { show; cat "$OUT"/vg.*.log; false; }

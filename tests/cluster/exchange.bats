@@ -117,7 +117,7 @@ MOE_SMALL='llm:tp=2,dp=*; llm/expert:expt_tp=1,ep=2,expt_dp=*'
 }
 
 # requests_per_publisher FILE: "MAX_PER_GROUP MAX_PER_PUBLISHER" from the
-# HCG_DEBUG_REQUESTS log of one exchange ("get PUBLISHER BY KEY" lines):
+# HCGTEST_REQUESTS log of one exchange ("get PUBLISHER BY KEY" lines):
 # the most requests one publisher answered for one group key, and in all.
 requests_per_publisher() {
   awk '$1 == "get" {k[$2 " " $4]++; p[$2]++}
@@ -132,14 +132,16 @@ requests_per_publisher() {
   # group (size <= 36), at 16 and at 32 tasks alike; the exchange then
   # takes the relay fence too.
   local n counts
-  HCG_DEBUG_REQUESTS=$OUT/req.none hello 32 "$MOE_SMALL" --random-ids --no-comm --quiet
+  # hcg-hello with libhcgtesting, which counts gets (HCGTEST_REQUESTS).
+  local HELLO=$HCG_BUILD/runtime/hcg-hello-test
+  HCGTEST_REQUESTS=$OUT/req.none hello 32 "$MOE_SMALL" --random-ids --no-comm --quiet
   [ "$status" -eq 0 ] || { show; false; }
   counts=$(requests_per_publisher "$OUT/req.none")
   echo "32 tasks, no relays: $counts" >&3
   [ "${counts% *}" -eq 31 ]
   [ "$(fence_counts)" = 1 ]
   for n in 16 32; do
-    HCG_FANIN=6 HCG_DEBUG_REQUESTS=$OUT/req.$n hello "$n" "$MOE_SMALL" --random-ids --no-comm
+    HCG_FANIN=6 HCGTEST_REQUESTS=$OUT/req.$n hello "$n" "$MOE_SMALL" --random-ids --no-comm
     [ "$status" -eq 0 ] || { show; false; }
     check_groups "$n" "$MOE_SMALL"
     [ "$(fence_counts)" = 2 ]

@@ -1,6 +1,6 @@
 /*
  * test_comm.c - what the communicator calls do without PMIx, NCCL or a
- * GPU: refusals, the options callback, and the test hook's reader.
+ * GPU: refusals, the options callback, and the test backend's setting.
  */
 #include "config.h"
 
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook.h"
 #include "runtime_test.h"
+#include "testing.h"
 
 #if defined(HCG_HAVE_NCCL) && defined(HCG_HAVE_CUDA)
 #pragma GCC diagnostic push
@@ -87,35 +87,39 @@ START_TEST(test_comm_no_device) {
 }
 END_TEST
 
-/* The test hook HCG_TEST_COMM_FAIL: a malformed value is refused before
- * anything else, naming the variable; a valid one still needs PMIx. */
-START_TEST(test_comm_test_hook) {
+/* hcg_comm_create through the test backend (runtime/testing): a malformed
+ * HCGTEST_COMM_FAIL is refused before anything else, naming the variable;
+ * a valid one still needs PMIx. */
+START_TEST(test_comm_test_backend) {
   hcg_ctx *ctx = must_ctx(MOE, 16, 13);
   hcg_error err = HCG_ERROR_INIT;
   hcg_groupset *set;
   ck_assert_int_eq(hcg_groupset_create(hcg_ctx_layout(ctx), &set, &err), 0);
   ck_assert_int_eq(hcg_groupset_add(set, "llm:tp", NULL, &err), 0);
 #if defined(HCG_HAVE_NCCL) && defined(HCG_HAVE_CUDA)
-  /* libhcghook, linked into this test only, installed its reader. */
-  ck_assert(hcgrt_hook_reader == hcgrt_hook_read_env);
+  /* Unset at the start: hcg_comm_create's own backend is NCCL's. */
+  ck_assert(hcgrt_comm_backend == &hcgrt_comm_nccl);
+#define CREATE(ctx, set, err) hcgrt_comm_create(ctx, set, &hcgrt_comm_fail, err)
+#else
+#define CREATE(ctx, set, err) hcg_comm_create(ctx, set, err)
 #endif
   static const char *const bad[] = {"",        "3",        ":init",
                                     "x:init",  "3:",       "3:later",
                                     "-1:init", "3:init:x", "99999999999:init"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    setenv("HCG_TEST_COMM_FAIL", bad[i], 1);
-    int rc = hcg_comm_create(ctx, set, &err);
+    setenv("HCGTEST_COMM_FAIL", bad[i], 1);
+    int rc = CREATE(ctx, set, &err);
 #if defined(HCG_HAVE_NCCL) && defined(HCG_HAVE_CUDA)
     ck_assert_msg(rc == HCG_EINVAL, "'%s': %d", bad[i], rc);
-    ck_assert_msg(strstr(err.message, "HCG_TEST_COMM_FAIL") &&
+    ck_assert_msg(strstr(err.message, "HCGTEST_COMM_FAIL") &&
                       strstr(err.message, "RANK:prepare or RANK:init"),
                   "%s", err.message);
 #else
     ck_assert_int_eq(rc, HCG_ENOTSUP);
 #endif
   }
-  setenv("HCG_TEST_COMM_FAIL", "13:prepare", 1);
-  int rc = hcg_comm_create(ctx, set, &err);
+  setenv("HCGTEST_COMM_FAIL", "13:prepare", 1);
+  int rc = CREATE(ctx, set, &err);
 #if defined(HCG_HAVE_NCCL) && defined(HCG_HAVE_CUDA)
   /* This rank's own failure is the more useful message, even without
    * PMIx to tell the others. */
@@ -124,13 +128,14 @@ START_TEST(test_comm_test_hook) {
                 err.message);
   /* Another rank's failure needs the exchange: no PMIx server here (or
    * none to call, in a build without it). */
-  setenv("HCG_TEST_COMM_FAIL", "2:init", 1);
-  ck_assert_int_eq(hcg_comm_create(ctx, set, &err),
+  setenv("HCGTEST_COMM_FAIL", "2:init", 1);
+  ck_assert_int_eq(CREATE(ctx, set, &err),
                    pmix_usable() ? HCG_EPMIX : HCG_ENOTSUP);
 #else
   ck_assert_int_eq(rc, HCG_ENOTSUP);
 #endif
-  unsetenv("HCG_TEST_COMM_FAIL");
+  unsetenv("HCGTEST_COMM_FAIL");
+#undef CREATE
   ck_assert_int_eq(hcg_ctx_num_comms(ctx), 0);
   ck_assert_int_eq(hcg_ctx_num_fences(ctx), 0);
   hcg_groupset_free(set);
@@ -222,5 +227,5 @@ END_TEST
 void comm_tests(TCase *x) {
   tcase_add_test(x, test_comm_no_device);
   tcase_add_test(x, test_comm_callback);
-  tcase_add_test(x, test_comm_test_hook);
+  tcase_add_test(x, test_comm_test_backend);
 }

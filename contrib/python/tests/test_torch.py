@@ -6,7 +6,7 @@ processes (tests/torch_worker.py, one process per rank on a TCPStore at
 127.0.0.1) check every group hcg.torch makes against libhcg, the
 HyperCommGrid drop-in, bad input and a member that never arrives. When the
 interpreter has no torch the real-torch tests are skipped, unless
-HCG_REQUIRE_TORCH=1 (run-tests.sh sets it for /usr/bin/python3, which
+HCGTEST_REQUIRE_TORCH=1 (run-tests.sh sets it for /usr/bin/python3, which
 scripts/deps.sh gives torch), where they fail instead.
 """
 
@@ -155,7 +155,7 @@ def _have_torch() -> bool:
 
 
 HAVE_TORCH = _have_torch()
-REQUIRE = os.environ.get("HCG_REQUIRE_TORCH") == "1"
+REQUIRE = os.environ.get("HCGTEST_REQUIRE_TORCH") == "1"
 
 
 def _free_port() -> int:
