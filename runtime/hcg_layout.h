@@ -39,13 +39,22 @@ typedef struct hcg_layout_config {
    * 'model.hcg': line 3, column 7: ..."); NULL for none. hcg_layout_load
    * sets it for "@PATH" when it is NULL. */
   const char *source_name;
+  /* HCG_LAYOUT_* flags (since libhcg.so.1.2). */
+  unsigned flags;
 } hcg_layout_config;
 
 /* One initializer, kept on as few lines as it needs. */
 /* clang-format off */
 #define HCG_LAYOUT_CONFIG_INIT                                                 \
-  {sizeof(hcg_layout_config), HCG_CONFIG_VERSION, 0, NULL, 0, NULL}
+  {sizeof(hcg_layout_config), HCG_CONFIG_VERSION, 0, NULL, 0, NULL, 0}
 /* clang-format on */
+
+enum hcg_layout_flag {
+  /* `language` is a site's choice (plugstack.conf language=): it names the
+   * language module among several grids, and a one-grid layout's only grid
+   * is its language module whatever its name. */
+  HCG_LAYOUT_SITE_LANGUAGE = 1
+};
 
 /* Parses `len` bytes of `text` (NUL bytes inside are an error), resolves
  * offsets and inferred sizes against cfg->world_size, and validates the whole

@@ -27,6 +27,7 @@ static hcg_layout_config config(int world) {
   hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
   cfg.world_size = world;
   cfg.language = hcgp_state.args.language[0] ? hcgp_state.args.language : NULL;
+  cfg.flags = HCG_LAYOUT_SITE_LANGUAGE; /* language= is the site's */
   cfg.max_bytes = hcgp_state.args.max_layout_bytes;
   /* The text of an @PATH file was read once, here: name the file in
    * messages about it. */
@@ -37,24 +38,7 @@ static hcg_layout_config config(int world) {
 
 int hcgp_layout_parse(int world, hcg_layout **out, hcg_error *err) {
   hcg_layout_config cfg = config(world);
-  int rc =
-      hcg_layout_parse(hcgp_state.text, hcgp_state.text_len, &cfg, out, err);
-  if (rc != HCG_ELAYOUT || !cfg.language)
-    return rc;
-  /* The language module is chosen last, after every other check: a one-grid
-   * layout refused here fails only for the site's name, so it is taken with
-   * the default rule; any other layout keeps the first error. */
-  cfg.language = NULL;
-  hcg_layout *one = NULL;
-  hcg_error ignored = HCG_ERROR_INIT;
-  if (hcg_layout_parse(hcgp_state.text, hcgp_state.text_len, &cfg, &one,
-                       &ignored) == HCG_OK &&
-      hcg_layout_num_grids(one) == 1) {
-    *out = one;
-    return HCG_OK;
-  }
-  hcg_layout_free(one);
-  return rc;
+  return hcg_layout_parse(hcgp_state.text, hcgp_state.text_len, &cfg, out, err);
 }
 
 int hcgp_layout_load(void) {

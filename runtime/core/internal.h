@@ -101,6 +101,11 @@ int hcg__config_read(const void *cfg, const void *defaults, size_t mine,
  * struct; a release that appends fields passes the 1.0 size as min. */
 #define HCG__CONFIG_READ(T, cfg, defaults, out, err)                           \
   hcg__config_read((cfg), (defaults), sizeof(T), sizeof(T), (out), #T, (err))
+/* The same for a struct that has grown: FIELD is the first field appended
+ * after its first release, whose size a caller may still pass. */
+#define HCG__CONFIG_READ_SINCE(T, FIELD, cfg, defaults, out, err)              \
+  hcg__config_read((cfg), (defaults), sizeof(T), offsetof(T, FIELD), (out),    \
+                   #T, (err))
 
 /* ---- layout.c ---------------------------------------------------------- */
 /* A caller's layout config (NULL: defaults) as this library's struct. */

@@ -35,8 +35,12 @@ int hcg__layout_parse_source(const struct hcg_source *src,
     rc = hcg__check_names(L, src, err);
   if (!rc)
     rc = hcg__resolve_grids(L, src, err);
+  /* A site's language module applies among several grids only. */
+  const char *language = cfg->language;
+  if (!rc && (cfg->flags & HCG_LAYOUT_SITE_LANGUAGE) && L->ngrids == 1)
+    language = NULL;
   if (!rc)
-    rc = hcg__validate(L, src, cfg->language, err);
+    rc = hcg__validate(L, src, language, err);
   if (!rc)
     rc = hcg__print_canonical(L, err);
   if (rc) {
@@ -64,7 +68,14 @@ int hcg_layout_parse(const char *text, size_t len, const hcg_layout_config *cfg,
 int hcg__layout_config(const hcg_layout_config *cfg, hcg_layout_config *out,
                        hcg_error *err) {
   static const hcg_layout_config defaults = HCG_LAYOUT_CONFIG_INIT;
-  return HCG__CONFIG_READ(hcg_layout_config, cfg, &defaults, out, err);
+  int rc = HCG__CONFIG_READ_SINCE(hcg_layout_config, flags, cfg, &defaults, out,
+                                  err);
+  if (!rc && (out->flags & ~(unsigned)HCG_LAYOUT_SITE_LANGUAGE))
+    rc = hcg__fail(err, HCG_EINVAL,
+                   "hcg_layout_config.flags 0x%x has bits no HCG_LAYOUT_* "
+                   "flag names",
+                   out->flags);
+  return rc;
 }
 
 void hcg_layout_free(hcg_layout *L) {

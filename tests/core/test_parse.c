@@ -1,6 +1,7 @@
 /* test_parse.c - the layout language: grammar, comments, offsets, '*',
  * canonical printing, files, limits, and every syntax error with its
  * column and caret. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,49 @@ START_TEST(syntax_errors) {
   ck_assert_int_eq(hcg_layout_parse("tp=2,dp=*", 9, &newer.c, &L, &err), 0);
   ck_assert_int_eq(hcg_layout_world_size(L), 8);
   hcg_layout_free(L);
+  /* A caller of the first release (no flags field) is still read; flags
+   * no HCG_LAYOUT_* names are refused. */
+  cfg = (hcg_layout_config)HCG_LAYOUT_CONFIG_INIT;
+  cfg.size = offsetof(hcg_layout_config, flags);
+  cfg.flags = 77; /* past the caller's size: not read */
+  ck_assert_int_eq(hcg_layout_parse("tp=2", 4, &cfg, &L, &err), 0);
+  hcg_layout_free(L);
+  cfg.size = sizeof cfg;
+  ck_assert_int_eq(hcg_layout_parse("tp=2", 4, &cfg, &L, &err), HCG_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.message, "hcg_layout_config.flags 0x4d"));
+}
+END_TEST
+
+/* A site's language module (HCG_LAYOUT_SITE_LANGUAGE) names one grid among
+ * several; a one-grid layout's only grid is its language module. Without
+ * the flag the name is strict. */
+START_TEST(site_language) {
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  hcg_layout *L;
+  hcg_error err = HCG_ERROR_INIT;
+  cfg.world_size = 8;
+  cfg.language = "lm";
+  ck_assert_int_eq(hcg_layout_parse("vision:tp=8", 11, &cfg, &L, &err),
+                   HCG_ELAYOUT);
+  ck_assert_ptr_nonnull(strstr(err.message, "language module 'lm'"));
+  cfg.flags = HCG_LAYOUT_SITE_LANGUAGE;
+  ck_assert_int_eq(hcg_layout_parse("vision:tp=8", 11, &cfg, &L, &err), 0);
+  ck_assert_int_eq(hcg_layout_language(L), 0);
+  hcg_layout_free(L);
+  /* Among several grids it is as strict as without the flag. */
+  const char *two = "vision:tp=4; llm:tp=4";
+  ck_assert_int_eq(hcg_layout_parse(two, strlen(two), &cfg, &L, &err),
+                   HCG_ELAYOUT);
+  ck_assert_ptr_nonnull(strstr(err.message, "language module 'lm'"));
+  cfg.language = "vision";
+  ck_assert_int_eq(hcg_layout_parse(two, strlen(two), &cfg, &L, &err), 0);
+  ck_assert_int_eq(hcg_layout_language(L), 0);
+  hcg_layout_free(L);
+  /* A one-grid layout's other errors are the same with the flag. */
+  cfg.language = "lm";
+  ck_assert_int_eq(hcg_layout_parse("vision:tp=3", 11, &cfg, &L, &err),
+                   HCG_ELAYOUT);
+  ck_assert_ptr_null(strstr(err.message, "language module"));
 }
 END_TEST
 
@@ -359,6 +403,7 @@ Suite *parse_suite(void) {
   tcase_add_test(tc, grammar_accepts);
   tcase_add_test(tc, syntax_errors);
   tcase_add_test(tc, long_line_excerpt);
+  tcase_add_test(tc, site_language);
   tcase_add_test(tc, limits);
   tcase_add_test(tc, layout_files);
   tcase_add_test(tc, strerror_and_version);
