@@ -1,7 +1,8 @@
 /*
  * fail.h - the one way every layer reports an error: fill the caller's
  * hcg_error and return the code. The core, libhcg and the plugin's pure
- * parts use it; it is all they need of the core's internals (internal.h).
+ * parts use it; it is all the plugin needs of the core's internals
+ * (internal.h), and libhcg needs only contract.h besides.
  */
 #ifndef HCG_CORE_FAIL_H
 #define HCG_CORE_FAIL_H

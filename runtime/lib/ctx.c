@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h" /* the environment's names, config structs */
+#include "core/contract.h" /* the environment's names, config structs */
 #include "rt.h"
 
 /* Where variables come from (hcg_ctx_config). */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/internal.h" /* the environment's names, config structs */
+#include "core/contract.h" /* HCG__CONFIG_READ */
 #include "rt.h"
 
 int hcg_groupset_create(const hcg_layout *layout, hcg_groupset **out,
