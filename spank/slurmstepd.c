@@ -48,17 +48,8 @@
  * two lines per task ("task_init() failed", "Failed to invoke spank plugin
  * stack"): 24 lines for 12 tasks after srun's own message. Ending the task
  * here the same way leaves srun's one line per node ("tasks 0-11: Exited
- * with exit code 1"). The unit tests, which call task_init in their own
- * process, define hcgp_test_task_exit to see the exit instead. */
-extern void hcgp_test_task_exit(int status) __attribute__((weak));
-
-static void end_refused_task(void) {
-  if (hcgp_test_task_exit) {
-    hcgp_test_task_exit(1);
-    return;
-  }
-  _exit(1);
-}
+ * with exit code 1"). */
+static void end_refused_task(void) { _exit(1); }
 
 /* The step's SLURM_NTASKS as srun set it, or NULL (see
  * hcgp_step_heterogeneous). */
