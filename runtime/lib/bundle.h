@@ -18,9 +18,5 @@ int hcgrt_put_bundle(hcg_ctx *ctx, struct hcgrt_plan *plan, long long epoch,
  * items[0, n) (but skip[i]), each id then taken from its leader's bundle. */
 int hcgrt_fetch_bundles(hcg_ctx *ctx, struct hcgrt_item *items, int n,
                         long long epoch, const int *skip, hcg_error *err);
-/* HCG_EEXIST when this process already published pkey: `group`'s id,
- * whose own key is gkey (pkey itself, or its leader's bundle). exchange.c. */
-int hcgrt_unclaimed(hcg_ctx *ctx, const char *pkey, const char *gkey,
-                    const char *group, hcg_error *err);
 
 #endif /* HCG_BUNDLE_H */

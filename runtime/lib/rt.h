@@ -188,6 +188,10 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
 int hcgrt_exchange_usable(hcg_ctx *ctx, hcg_error *err);
 /* Counts the exchange and returns its epoch (PMIx key space). */
 long long hcgrt_exchange_begin(hcg_ctx *ctx);
+/* HCG_EEXIST when this process already published pkey: `group`'s id,
+ * whose own key is gkey (pkey itself, or its leader's bundle). */
+int hcgrt_unclaimed(hcg_ctx *ctx, const char *pkey, const char *gkey,
+                    const char *group, hcg_error *err);
 /* Commit and one fence; a failed fence marks the context broken. */
 int hcgrt_exchange_fence(hcg_ctx *ctx, int timeout_s, const char *what,
                          hcg_error *err);
