@@ -413,6 +413,82 @@ static int mg_check_unsupported(const struct mg_args *a, int mimo,
   return 0;
 }
 
+/* MIMO: the language module's grid, whose size is its own product, at
+ * --llm-offset; --llm-only makes it the whole world. */
+static int mimo_language(const struct mg_args *a, int world,
+                         struct mg_grid *lang, struct mg_error *e) {
+  int gtp;
+  if (remat_size(a, MG_TP_SHARDS, a->value[MG_LLM_TP], "--llm-tp", e, &gtp))
+    return -1;
+  int dims[] = {a->value[MG_LLM_TP], gtp, a->value[MG_LLM_CP],
+                a->value[MG_LLM_PP], a->value[MG_LLM_DP]};
+  long long llm = product(dims, 5, world);
+  int offset = a->value[MG_LLM_OFFSET];
+  if (llm < 0 || offset > world - llm)
+    return mg_fail(
+        e, 0,
+        "the language module (--llm-offset %d, tp*gtp_remat*cp*pp*dp "
+        "= %d*%d*%d*%d*%d ranks) does not fit the world of %d ranks",
+        offset, dims[0], dims[1], dims[2], dims[3], dims[4], world);
+  *lang = (struct mg_grid){.name = "language", .offset = offset};
+  if (model_grid(a, (int)llm, 1, lang, e))
+    return -1;
+  if (!a->value[MG_LLM_ONLY])
+    return 0;
+  if (offset != 0)
+    return mg_fail(e, a->given[MG_LLM_OFFSET],
+                   "--llm-only needs --llm-offset 0 (got %d): the language "
+                   "module alone must cover the world",
+                   offset);
+  if (llm != world)
+    return mg_fail(e, a->given[MG_LLM_ONLY],
+                   "--llm-only: the language module has %lld ranks "
+                   "(tp*gtp_remat*cp*pp*dp) but the world has %d",
+                   llm, world);
+  return 0;
+}
+
+/* MIMO: the encoder's grid (tp, dp) from rank 0, which with the language
+ * module's must share all ranks or none, and cover the world. */
+static int mimo_encoder(const struct mg_args *a, int world, const char *encoder,
+                        const struct mg_grid *lang, struct mg_grid *eg,
+                        struct mg_error *e) {
+  int edims[] = {a->value[MG_ENC_TP], a->value[MG_ENC_DP]};
+  long long enc = product(edims, 2, world);
+  if (enc < 0)
+    return mg_fail(e, 0,
+                   "the encoder (--encoder-tp %d * --encoder-dp %d ranks) "
+                   "does not fit the world of %d ranks",
+                   edims[0], edims[1], world);
+  long long llm = lang->size, offset = lang->offset, lend = offset + llm;
+  int same = offset == 0 && enc == llm;
+  int disjoint = enc <= offset;
+  if (!same && !disjoint)
+    return mg_fail(e, 0,
+                   "the module grids must either fully share ranks or be "
+                   "disjoint: %s [0, %lld), language [%lld, %lld)",
+                   encoder, enc, offset, lend);
+  long long covered = same ? enc : enc + llm;
+  long long last = lend > enc ? lend : enc;
+  if (covered != world || last != world)
+    return mg_fail(e, 0,
+                   "the module grids must cover the world [0, %d) with no "
+                   "gaps: %s [0, %lld), language [%lld, %lld)",
+                   world, encoder, enc, offset, lend);
+  *eg = (struct mg_grid){.name = encoder,
+                         .size = (int)enc,
+                         .tp = edims[0],
+                         .gtp = 1,
+                         .cp = 1,
+                         .dp = edims[1],
+                         .pp = 1,
+                         .etp = 1,
+                         .ep = 1,
+                         .egtp = 1,
+                         .edp = (int)enc};
+  return 0;
+}
+
 /* The layout of ARGS for `world` ranks into out (its text, not yet
  * checked by the core). */
 static int mg_layout(const char *args, int world, const char *encoder,
@@ -433,71 +509,14 @@ static int mg_layout(const char *args, int world, const char *encoder,
       return -1;
     return put_grid(out, cap, &len, &g) ? mg_fail(e, 0, "layout too long") : 0;
   }
-
-  /* MIMO: the language module's size is its own product. */
-  int gtp;
-  if (remat_size(&a, MG_TP_SHARDS, a.value[MG_LLM_TP], "--llm-tp", e, &gtp))
+  struct mg_grid lang, eg;
+  if (mimo_language(&a, world, &lang, e))
     return -1;
-  int dims[] = {a.value[MG_LLM_TP], gtp, a.value[MG_LLM_CP], a.value[MG_LLM_PP],
-                a.value[MG_LLM_DP]};
-  long long llm = product(dims, 5, world);
-  int offset = a.value[MG_LLM_OFFSET];
-  if (llm < 0 || offset > world - llm)
-    return mg_fail(
-        e, 0,
-        "the language module (--llm-offset %d, tp*gtp_remat*cp*pp*dp "
-        "= %d*%d*%d*%d*%d ranks) does not fit the world of %d ranks",
-        offset, dims[0], dims[1], dims[2], dims[3], dims[4], world);
-  struct mg_grid lang = {.name = "language", .offset = offset};
-  if (model_grid(&a, (int)llm, 1, &lang, e))
-    return -1;
-  if (a.value[MG_LLM_ONLY]) {
-    if (offset != 0)
-      return mg_fail(e, a.given[MG_LLM_OFFSET],
-                     "--llm-only needs --llm-offset 0 (got %d): the language "
-                     "module alone must cover the world",
-                     offset);
-    if (llm != world)
-      return mg_fail(e, a.given[MG_LLM_ONLY],
-                     "--llm-only: the language module has %lld ranks "
-                     "(tp*gtp_remat*cp*pp*dp) but the world has %d",
-                     llm, world);
+  if (a.value[MG_LLM_ONLY])
     return put_grid(out, cap, &len, &lang) ? mg_fail(e, 0, "layout too long")
                                            : 0;
-  }
-  int edims[] = {a.value[MG_ENC_TP], a.value[MG_ENC_DP]};
-  long long enc = product(edims, 2, world);
-  if (enc < 0)
-    return mg_fail(e, 0,
-                   "the encoder (--encoder-tp %d * --encoder-dp %d ranks) "
-                   "does not fit the world of %d ranks",
-                   edims[0], edims[1], world);
-  long long lend = offset + llm;
-  int same = offset == 0 && enc == llm;
-  int disjoint = enc <= offset;
-  if (!same && !disjoint)
-    return mg_fail(e, 0,
-                   "the module grids must either fully share ranks or be "
-                   "disjoint: %s [0, %lld), language [%d, %lld)",
-                   encoder, enc, offset, lend);
-  long long covered = same ? enc : enc + llm;
-  long long last = lend > enc ? lend : enc;
-  if (covered != world || last != world)
-    return mg_fail(e, 0,
-                   "the module grids must cover the world [0, %d) with no "
-                   "gaps: %s [0, %lld), language [%d, %lld)",
-                   world, encoder, enc, offset, lend);
-  struct mg_grid eg = {.name = encoder,
-                       .size = (int)enc,
-                       .tp = edims[0],
-                       .gtp = 1,
-                       .cp = 1,
-                       .dp = edims[1],
-                       .pp = 1,
-                       .etp = 1,
-                       .ep = 1,
-                       .egtp = 1,
-                       .edp = (int)enc};
+  if (mimo_encoder(&a, world, encoder, &lang, &eg, e))
+    return -1;
   if (put_grid(out, cap, &len, &eg) || put_grid(out, cap, &len, &lang))
     return mg_fail(e, 0, "layout too long");
   return 0;

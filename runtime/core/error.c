@@ -62,55 +62,37 @@ int hcg__fail(hcg_error *err, int code, const char *fmt, ...) {
  * comes before the caret. */
 enum { EXCERPT_WIDTH = 72, EXCERPT_LEAD = 40 };
 
-int hcg__fail_at(hcg_error *err, int code, const struct hcg_source *src,
-                 hcg_pos pos, const char *fmt, ...) {
-  if (!err)
-    return code;
-  if (pos > src->len)
-    pos = src->len;
-  /* "Got the end of the layout" after a final newline belongs to the last
-   * line, not to an empty line after it. */
-  while (pos == src->len && pos > 0 &&
-         (src->text[pos - 1] == '\n' || src->text[pos - 1] == '\r'))
-    pos--;
+/* Where pos falls in src: its line (1-based), its line's bounds, and
+ * whether the text has more than one line. */
+struct spot {
+  int line, multiline;
+  size_t start, end;
+};
 
-  /* Line and column of pos, and the bounds of its line. */
-  size_t line_start = 0;
-  int line = 1, multiline = 0;
+static struct spot spot_of(const struct hcg_source *src, hcg_pos pos) {
+  struct spot s = {1, 0, 0, 0};
   for (size_t i = 0; i < src->len; i++) {
     if (src->text[i] != '\n')
       continue;
     if (i + 1 < src->len)
-      multiline = 1;
+      s.multiline = 1;
     if (i < pos) {
-      line++;
-      line_start = i + 1;
+      s.line++;
+      s.start = i + 1;
     }
   }
-  size_t line_end = line_start;
-  while (line_end < src->len && src->text[line_end] != '\n')
-    line_end++;
-  size_t col0 = pos - line_start;
+  s.end = s.start;
+  while (s.end < src->len && src->text[s.end] != '\n')
+    s.end++;
+  return s;
+}
 
-  struct hcg_buf b;
-  hcg__buf_init(&b, err->message, sizeof err->message);
-  hcg__buf_puts(&b, "layout");
-  if (src->name)
-    hcg__buf_printf(&b, " '%s'", src->name);
-  hcg__buf_puts(&b, ": ");
-  if (multiline || src->name)
-    hcg__buf_printf(&b, "line %d, ", line);
-  hcg__buf_printf(&b, "column %zu: ", col0 + 1);
-  va_list ap;
-  va_start(ap, fmt);
-  char what[HCG_ERROR_MAX];
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  hcg__buf_puts(&b, what);
-
-  /* The line itself, windowed around the column if it is long, with
-   * anything unprintable shown as '?' so the caret stays aligned. */
-  size_t from = line_start, to = line_end;
+/* The line itself, windowed around the column if it is long, with
+ * anything unprintable shown as '?' so that the caret under it stays
+ * aligned. */
+static void put_excerpt(struct hcg_buf *b, const struct hcg_source *src,
+                        const struct spot *s, hcg_pos pos) {
+  size_t from = s->start, to = s->end, col0 = pos - s->start;
   int cut_left = 0, cut_right = 0;
   if (col0 > EXCERPT_LEAD && to - from > EXCERPT_WIDTH) {
     from = pos - EXCERPT_LEAD;
@@ -138,10 +120,42 @@ int hcg__fail_at(hcg_error *err, int code, const struct hcg_source *src,
   }
   excerpt[n] = '\0';
   size_t caret = (cut_left ? 3 : 0) + (pos - from);
-  hcg__buf_printf(&b, "\n  %s\n  %*s^", excerpt, (int)caret, "");
+  hcg__buf_printf(b, "\n  %s\n  %*s^", excerpt, (int)caret, "");
+}
+
+int hcg__fail_at(hcg_error *err, int code, const struct hcg_source *src,
+                 hcg_pos pos, const char *fmt, ...) {
+  if (!err)
+    return code;
+  if (pos > src->len)
+    pos = src->len;
+  /* "Got the end of the layout" after a final newline belongs to the last
+   * line, not to an empty line after it. */
+  while (pos == src->len && pos > 0 &&
+         (src->text[pos - 1] == '\n' || src->text[pos - 1] == '\r'))
+    pos--;
+  struct spot s = spot_of(src, pos);
+  size_t col0 = pos - s.start;
+
+  struct hcg_buf b;
+  hcg__buf_init(&b, err->message, sizeof err->message);
+  hcg__buf_puts(&b, "layout");
+  if (src->name)
+    hcg__buf_printf(&b, " '%s'", src->name);
+  hcg__buf_puts(&b, ": ");
+  if (s.multiline || src->name)
+    hcg__buf_printf(&b, "line %d, ", s.line);
+  hcg__buf_printf(&b, "column %zu: ", col0 + 1);
+  va_list ap;
+  va_start(ap, fmt);
+  char what[HCG_ERROR_MAX];
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  hcg__buf_puts(&b, what);
+  put_excerpt(&b, src, &s, pos);
 
   err->code = code;
-  err->line = line;
+  err->line = s.line;
   err->column = (int)(col0 + 1);
   return code;
 }

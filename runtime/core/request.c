@@ -88,23 +88,20 @@ static int take_name(const char *s, const char *stops, char *out) {
   return (int)n;
 }
 
-int hcg_request_parse(const hcg_layout *L, const char *spec, hcg_request *out,
-                      hcg_error *err) {
-  if (!L || !spec || !out)
-    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_request_parse");
-  if (strlen(spec) > HCG_KEY_MAX)
-    return hcg__fail(err, HCG_ELIMIT, "group spec is longer than %d bytes",
-                     HCG_KEY_MAX);
-  int grid = 0, view = 0;
-  const char *dims = spec;
+/* The grid and view a spec names ("GRID[/VIEW]:" or nothing, in a
+ * one-grid layout), and where its dims start. */
+static int spec_grid_view(const hcg_layout *L, const char *spec, int *grid,
+                          int *view, const char **dims, hcg_error *err) {
+  *grid = *view = 0;
+  *dims = spec;
   const char *colon = strchr(spec, ':');
   char gname[HCG_NAME_BUF], vname[HCG_NAME_BUF];
   if (colon) {
     int n = take_name(spec, "/:", gname);
     if (n < 0)
       return hcg__fail(err, HCG_ENOTFOUND, "no such grid in spec '%s'", spec);
-    grid = hcg_layout_find_grid(L, gname);
-    if (grid < 0) {
+    *grid = hcg_layout_find_grid(L, gname);
+    if (*grid < 0) {
       char grids[600];
       struct hcg_buf gb;
       hcg__buf_init(&gb, grids, sizeof grids);
@@ -116,13 +113,13 @@ int hcg_request_parse(const hcg_layout *L, const char *spec, hcg_request *out,
     }
     if (spec[n] == '/') {
       if (take_name(spec + n + 1, ":", vname) < 0 ||
-          (view = hcg_grid_find_view(L, grid, vname)) < 0) {
+          (*view = hcg_grid_find_view(L, *grid, vname)) < 0) {
         char views[600];
         struct hcg_buf vb;
         hcg__buf_init(&vb, views, sizeof views);
-        for (int v = 0; v < L->grids[grid].nviews; v++)
+        for (int v = 0; v < L->grids[*grid].nviews; v++)
           hcg__buf_printf(&vb, "%s%s", v ? ", " : "",
-                          L->grids[grid].views[v].name);
+                          L->grids[*grid].views[v].name);
         return hcg__fail(err, HCG_ENOTFOUND,
                          "spec '%s': grid '%s' has no view named '%.*s' "
                          "(views: %s)",
@@ -130,7 +127,7 @@ int hcg_request_parse(const hcg_layout *L, const char *spec, hcg_request *out,
                          spec + n + 1, views);
       }
     }
-    dims = colon + 1;
+    *dims = colon + 1;
   } else if (L->ngrids != 1 && !spec[strspn(spec, " ")]) {
     return hcg__fail(err, HCG_EINVAL,
                      "the group spec is empty; with several grids name one, "
@@ -142,29 +139,34 @@ int hcg_request_parse(const hcg_layout *L, const char *spec, hcg_request *out,
                      "the layout has several grids",
                      spec);
   }
+  return HCG_OK;
+}
 
-  const char *names[HCG_MAX_DIMS];
-  char store[HCG_MAX_DIMS][HCG_NAME_BUF];
-  int ndims = 0;
+/* The dim names of a spec's DIMS part (`dims`, inside `spec`) into
+ * store[0..*ndims). */
+static int spec_dims(const char *spec, const char *dims,
+                     char store[HCG_MAX_DIMS][HCG_NAME_BUF], int *ndims,
+                     hcg_error *err) {
+  *ndims = 0;
   while (*dims == ' ')
     dims++;
   while (*dims) {
-    if (ndims == HCG_MAX_DIMS)
+    if (*ndims == HCG_MAX_DIMS)
       return hcg__fail(err, HCG_ELIMIT, "spec '%s' names more than %d dims",
                        spec, HCG_MAX_DIMS);
-    int n = take_name(dims, ",- ", store[ndims]);
+    char *name = store[*ndims];
+    int n = take_name(dims, ",- ", name);
     if (n <= 0)
       return hcg__fail(err, HCG_EINVAL,
                        "spec '%s': expected a dim name at '%.32s'", spec, dims);
-    if (!hcg_name_valid(store[ndims])) {
-      char q = quote_for(spec), qn = quote_for(store[ndims]);
+    if (!hcg_name_valid(name)) {
+      char q = quote_for(spec), qn = quote_for(name);
       return hcg__fail(err, HCG_EINVAL,
                        "spec %c%s%c: %c%s%c is not a dim name ([a-z][a-z0-9_]*;"
                        " an empty spec means singletons)",
-                       q, spec, q, qn, store[ndims], qn);
+                       q, spec, q, qn, name, qn);
     }
-    names[ndims] = store[ndims];
-    ndims++;
+    (*ndims)++;
     dims += n;
     while (*dims == ' ')
       dims++;
@@ -179,6 +181,25 @@ int hcg_request_parse(const hcg_layout *L, const char *spec, hcg_request *out,
                          spec);
     }
   }
+  return HCG_OK;
+}
+
+int hcg_request_parse(const hcg_layout *L, const char *spec, hcg_request *out,
+                      hcg_error *err) {
+  if (!L || !spec || !out)
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_request_parse");
+  if (strlen(spec) > HCG_KEY_MAX)
+    return hcg__fail(err, HCG_ELIMIT, "group spec is longer than %d bytes",
+                     HCG_KEY_MAX);
+  int grid, view, ndims, rc;
+  const char *dims;
+  char store[HCG_MAX_DIMS][HCG_NAME_BUF];
+  if ((rc = spec_grid_view(L, spec, &grid, &view, &dims, err)) ||
+      (rc = spec_dims(spec, dims, store, &ndims, err)))
+    return rc;
+  const char *names[HCG_MAX_DIMS];
+  for (int d = 0; d < ndims; d++)
+    names[d] = store[d];
   return hcg_request_make(L, grid, view, names, ndims, out, err);
 }
 

@@ -20,21 +20,12 @@ static void list_names(struct hcg_buf *b, const struct hcg_view *v) {
     hcg__buf_printf(b, "%s%s", d ? ", " : "", v->dims[d].name);
 }
 
-/* The checks of one view, in Megatron's order where the language allows:
- * the name was checked by the parser; then duplicate dims; shared dims must
- * be base dims (their sizes come from the base, so this precedes the size
- * checks); '*'; the product; and each shared dim's enumeration. */
-static int check_view(struct hcg_layout *L, int gi, int vi,
-                      const struct hcg_source *src, hcg_error *err) {
-  struct hcg_grid *g = &L->grids[gi];
-  struct hcg_view *base = &g->views[0], *v = &g->views[vi];
-  char label[2 * HCG_NAME_BUF + 1];
-  snprintf(label, sizeof label, "%s/%s", g->name, v->name);
-  int rc;
-
-  if ((rc = hcg__check_dims(v, "view", label, src, err)))
-    return rc;
-
+/* A view's shared dims take their sizes from the base, whose dims they
+ * must be. */
+static int share_base_dims(const struct hcg_grid *g, struct hcg_view *v,
+                           const char *label, const struct hcg_source *src,
+                           hcg_error *err) {
+  const struct hcg_view *base = &g->views[0];
   for (int d = 0; d < v->ndims; d++) {
     struct hcg_dim *dim = &v->dims[d];
     if (!dim->shared)
@@ -53,34 +44,42 @@ static int check_view(struct hcg_layout *L, int gi, int vi,
     dim->base_dim = b;
     dim->size = base->dims[b].size;
   }
+  return HCG_OK;
+}
 
-  if ((rc = hcg__infer(v, g->size, "view", label, src, err)))
-    return rc;
-
+/* A view's dims multiply to its grid's size. */
+static int check_product(const struct hcg_grid *g, const struct hcg_view *v,
+                         const char *label, const struct hcg_source *src,
+                         hcg_error *err) {
   long long prod = 1;
   for (int d = 0; d < v->ndims && prod <= HCG_MAX_WORLD; d++)
     prod *= v->dims[d].size;
-  if (prod != g->size) {
-    char dims[512];
-    struct hcg_buf db;
-    hcg__buf_init(&db, dims, sizeof dims);
-    list_dims(&db, v);
-    char total[32];
-    if (prod > HCG_MAX_WORLD)
-      snprintf(total, sizeof total, "more than %d", HCG_MAX_WORLD);
-    else
-      snprintf(total, sizeof total, "%lld", prod);
-    return hcg__fail_at(err, HCG_ELAYOUT, src, v->pos,
-                        "view '%s': its dims (%s) multiply to %s, but a view "
-                        "must factor the same ranks as grid '%s', which has "
-                        "%d",
-                        label, dims, total, g->name, g->size);
-  }
-  if (hcg__compute_strides(v))
-    return hcg__fail(err, HCG_ELIMIT, "view '%s' is too large", label);
+  if (prod == g->size)
+    return HCG_OK;
+  char dims[512];
+  struct hcg_buf db;
+  hcg__buf_init(&db, dims, sizeof dims);
+  list_dims(&db, v);
+  char total[32];
+  if (prod > HCG_MAX_WORLD)
+    snprintf(total, sizeof total, "more than %d", HCG_MAX_WORLD);
+  else
+    snprintf(total, sizeof total, "%lld", prod);
+  return hcg__fail_at(err, HCG_ELAYOUT, src, v->pos,
+                      "view '%s': its dims (%s) multiply to %s, but a view "
+                      "must factor the same ranks as grid '%s', which has "
+                      "%d",
+                      label, dims, total, g->name, g->size);
+}
 
-  /* A dim's enumeration is fixed by its size and stride (the grid being
-   * the same), so comparing those is comparing the enumerations. */
+/* A shared dim enumerates as in the base. Its enumeration is fixed by its
+ * size and stride (the grid being the same), so comparing those is
+ * comparing the enumerations. */
+static int check_shared_enums(const struct hcg_layout *L, int gi, int vi,
+                              const char *label, const struct hcg_source *src,
+                              hcg_error *err) {
+  const struct hcg_view *base = &L->grids[gi].views[0];
+  const struct hcg_view *v = &L->grids[gi].views[vi];
   for (int d = 0; d < v->ndims; d++) {
     const struct hcg_dim *dim = &v->dims[d];
     if (!dim->shared)
@@ -103,6 +102,27 @@ static int check_view(struct hcg_layout *L, int gi, int vi,
                         label, dim->name, enums);
   }
   return HCG_OK;
+}
+
+/* The checks of one view, in Megatron's order where the language allows:
+ * the name was checked by the parser; then duplicate dims; shared dims must
+ * be base dims (their sizes come from the base, so this precedes the size
+ * checks); '*'; the product; and each shared dim's enumeration. */
+static int check_view(struct hcg_layout *L, int gi, int vi,
+                      const struct hcg_source *src, hcg_error *err) {
+  struct hcg_grid *g = &L->grids[gi];
+  struct hcg_view *v = &g->views[vi];
+  char label[2 * HCG_NAME_BUF + 1];
+  snprintf(label, sizeof label, "%s/%s", g->name, v->name);
+  int rc;
+  if ((rc = hcg__check_dims(v, "view", label, src, err)) ||
+      (rc = share_base_dims(g, v, label, src, err)) ||
+      (rc = hcg__infer(v, g->size, "view", label, src, err)) ||
+      (rc = check_product(g, v, label, src, err)))
+    return rc;
+  if (hcg__compute_strides(v))
+    return hcg__fail(err, HCG_ELIMIT, "view '%s' is too large", label);
+  return check_shared_enums(L, gi, vi, label, src, err);
 }
 
 /* Views in the order they were written. */

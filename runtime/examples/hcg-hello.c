@@ -314,6 +314,35 @@ static int allreduce_all(const hcg_ctx *ctx, const hcg_exchange *x) {
 }
 #endif
 
+/* The first line: this rank, the world, its grids, the mode, PMIx. */
+static void print_hello(hcg_ctx *ctx) {
+  const hcg_layout *L = hcg_ctx_layout(ctx);
+  char grids[HCG_MAX_GRIDS * (HCG_MAX_NAME + 1) + 1] = "";
+  for (int i = 0; i < hcg_ctx_num_grids(ctx); i++) {
+    strcat(grids, i ? "," : "");
+    strcat(grids, hcg_grid_name(L, hcg_ctx_grid(ctx, i)));
+  }
+  printf("rank %d world %d grids %s mode %s pmix %s\n", hcg_ctx_rank(ctx),
+         hcg_ctx_world_size(ctx), grids, hcg_mode_name(hcg_layout_mode(L)),
+         hcg_ctx_has_pmix(ctx) ? "yes" : "no");
+}
+
+/* Communicators only where there is a device to put them on (or when
+ * --force-comm wants hcg_comm_create's error). */
+static int comm_wanted(hcg_ctx *ctx, const struct opts *o) {
+  if (o->no_comm)
+    return 0;
+  int dev;
+  hcg_error derr = HCG_ERROR_INIT;
+  int drc = hcg_ctx_device(ctx, &dev, &derr);
+  if (drc && !o->force_comm) {
+    printf("comms %d skipped: %s: %s\n", hcg_ctx_rank(ctx), code_name(drc),
+           derr.message);
+    return 0;
+  }
+  return 1;
+}
+
 int main(int argc, char **argv) {
   struct opts o;
   if (parse_args(argc, argv, &o)) {
@@ -332,16 +361,7 @@ int main(int argc, char **argv) {
   if (rc)
     return die(env_rank ? atoi(env_rank) : -1, rc, &err);
   int rank = hcg_ctx_rank(ctx);
-  const hcg_layout *L = hcg_ctx_layout(ctx);
-
-  char grids[HCG_MAX_GRIDS * (HCG_MAX_NAME + 1) + 1] = "";
-  for (int i = 0; i < hcg_ctx_num_grids(ctx); i++) {
-    strcat(grids, i ? "," : "");
-    strcat(grids, hcg_grid_name(L, hcg_ctx_grid(ctx, i)));
-  }
-  printf("rank %d world %d grids %s mode %s pmix %s\n", rank,
-         hcg_ctx_world_size(ctx), grids, hcg_mode_name(hcg_layout_mode(L)),
-         hcg_ctx_has_pmix(ctx) ? "yes" : "no");
+  print_hello(ctx);
 
   if (rank == o.exit_rank)
     _exit(0); /* a task that leaves before the exchange (tests) */
@@ -352,17 +372,7 @@ int main(int argc, char **argv) {
   if ((rc = build_set(ctx, &o, &set, &err)))
     goto fail;
 
-  /* Communicators only where there is a device to put them on. */
-  int want_comm = !o.no_comm;
-  if (want_comm) {
-    int dev;
-    hcg_error derr = HCG_ERROR_INIT;
-    int drc = hcg_ctx_device(ctx, &dev, &derr);
-    if (drc && !o.force_comm) {
-      printf("comms %d skipped: %s: %s\n", rank, code_name(drc), derr.message);
-      want_comm = 0;
-    }
-  }
+  int want_comm = comm_wanted(ctx, &o);
 
   int flags = (o.naive ? HCG_EXCHANGE_NAIVE : 0) |
               (o.random_ids || want_comm ? HCG_EXCHANGE_RANDOM_IDS : 0);
