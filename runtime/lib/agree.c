@@ -354,7 +354,7 @@ static int role(const hcg_ctx *ctx, const struct hcgrt_plan *plan,
 
 /* Level 1: heads publish their slice's verdict (read with the statuses),
  * or, once this rank failed, one naming itself, so that nobody waits. */
-static void publish_slices(struct hcgrt_round *r, struct hcgrt_agreement *a) {
+void hcgrt_agree_put_slices(struct hcgrt_round *r, struct hcgrt_agreement *a) {
   hcg_ctx *ctx = r->ctx;
   const struct hcgrt_plan *plan = a->plan;
   for (int i = 0; i < plan->n; i++) {
@@ -372,7 +372,7 @@ static void publish_slices(struct hcgrt_round *r, struct hcgrt_agreement *a) {
 
 /* Level 2: heads merge the slice verdicts in slice order (heads before
  * this slice, this slice, heads after it) and publish the group's. */
-static void publish_groups(struct hcgrt_round *r, struct hcgrt_agreement *a) {
+void hcgrt_agree_put_groups(struct hcgrt_round *r, struct hcgrt_agreement *a) {
   hcg_ctx *ctx = r->ctx;
   const struct hcgrt_plan *plan = a->plan;
   int f = ctx->fanin;
@@ -410,7 +410,7 @@ static void publish_groups(struct hcgrt_round *r, struct hcgrt_agreement *a) {
 }
 
 /* Level 3: the other members read their head's group verdict. */
-static void read_heads(struct hcgrt_round *r, struct hcgrt_agreement *a) {
+void hcgrt_agree_read_heads(struct hcgrt_round *r, struct hcgrt_agreement *a) {
   hcg_ctx *ctx = r->ctx;
   const struct hcgrt_plan *plan = a->plan;
   char key[512];
@@ -470,22 +470,17 @@ void hcgrt_agree_begin(struct hcgrt_round *r, struct hcgrt_agreement *a,
                                   "out of memory for the agreement"));
 }
 
-void hcgrt_agree_step(struct hcgrt_round *r, struct hcgrt_agreement *a,
-                      int fence, int after) {
-  int own = a->phase == HCGRT_AGREE_READY ? HCGRT_FENCE_IDS : HCGRT_FENCE_DONE;
-  if (fence == own && !after)
-    hcgrt_round_note(r, put_status(r->ctx, a->epoch, a->phase, r->status,
-                                   hcgrt_round_err(r)));
-  else if (fence == own && !r->status)
+void hcgrt_agree_put_status(struct hcgrt_round *r, struct hcgrt_agreement *a) {
+  hcgrt_round_note(
+      r, put_status(r->ctx, a->epoch, a->phase, r->status, hcgrt_round_err(r)));
+}
+
+void hcgrt_agree_read_statuses(struct hcgrt_round *r,
+                               struct hcgrt_agreement *a) {
+  if (!r->status)
     hcgrt_round_note(r, read_statuses_needed(r->ctx, a->plan, a->skip, a->epoch,
                                              a->phase, a->v, a->slice,
                                              hcgrt_round_err(r)));
-  else if (fence == HCGRT_FENCE_SLICES && !after)
-    publish_slices(r, a);
-  else if (fence == HCGRT_FENCE_GROUPS && !after)
-    publish_groups(r, a);
-  else if (fence == HCGRT_FENCE_GROUPS && !r->status)
-    read_heads(r, a);
 }
 
 void hcgrt_agree_end(struct hcgrt_agreement *a) {

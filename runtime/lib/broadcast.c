@@ -33,19 +33,18 @@ struct broadcast {
 const struct hcgrt_round_table hcgrt_round_broadcast = {
     1, 1, {{HCGRT_FENCE_BROADCAST, 0}}};
 
-static void broadcast_step(struct hcgrt_round *r, int fence, int after,
-                           void *arg) {
+/* Every rank derives the key (the others read it after the fence); the
+ * root puts its bytes under it. */
+static void broadcast_put(struct hcgrt_round *r, void *arg) {
+  struct broadcast *b = arg;
+  hcgrt_round_put(r, b->epoch, "#broadcast", "a broadcast", b->pkey,
+                  sizeof b->pkey, r->ctx->rank == r->root ? b->buf : NULL,
+                  b->len);
+}
+
+static void broadcast_get(struct hcgrt_round *r, void *arg) {
   struct broadcast *b = arg;
   hcg_ctx *ctx = r->ctx;
-  (void)fence;
-  if (!after) {
-    /* Every rank derives the key (the others read it after the fence);
-     * the root puts its bytes under it. */
-    hcgrt_round_put(r, b->epoch, "#broadcast", "a broadcast", b->pkey,
-                    sizeof b->pkey, ctx->rank == r->root ? b->buf : NULL,
-                    b->len);
-    return;
-  }
   if (ctx->rank == r->root || r->status)
     return;
   /* The fence and the get share one deadline, the context's timeout: the
@@ -61,15 +60,21 @@ static void broadcast_step(struct hcgrt_round *r, int fence, int after,
   int rc = hcgrt_pmix_get_all(ctx->pmix, &get, 1, b->len, left, err);
   if (rc == HCG_ETIMEOUT) {
     char what[64];
-    rc = hcg__fail(err, HCG_ETIMEOUT,
-                   "%s did not arrive within the timeout (%d s for the "
-                   "fence and the get together)",
-                   hcgrt_round_fence_name(r, fence, what, sizeof what),
-                   ctx->timeout_s);
+    rc = hcg__fail(
+        err, HCG_ETIMEOUT,
+        "%s did not arrive within the timeout (%d s for the "
+        "fence and the get together)",
+        hcgrt_round_fence_name(r, HCGRT_FENCE_BROADCAST, what, sizeof what),
+        ctx->timeout_s);
   }
   if (!hcgrt_round_note(r, rc))
     ctx->stats.gets++;
 }
+
+static const struct hcgrt_round_steps broadcast_steps = {
+    .before = {[HCGRT_FENCE_BROADCAST] = broadcast_put},
+    .after = {[HCGRT_FENCE_BROADCAST] = broadcast_get},
+};
 
 /* The epoch counter is shared with the id exchanges, so keys never repeat
  * within a context and every process derives the same key. */
@@ -92,7 +97,7 @@ int hcg_ctx_broadcast(hcg_ctx *ctx, int root, void *buf, size_t len,
     return rc;
   b.epoch = ctx->epoch++;
   struct hcgrt_round r;
-  hcgrt_round_init(&r, ctx, &hcgrt_round_broadcast, broadcast_step, &b);
+  hcgrt_round_init(&r, ctx, &hcgrt_round_broadcast, &broadcast_steps, &b);
   r.root = root;
   hcgrt_round_run(&r);
   return hcgrt_round_end(&r, err);

@@ -73,22 +73,57 @@ static void stage_local(struct hcgrt_round *r, struct create *cr) {
 }
 
 /* The first round's steps: the ids, and the agreement on READY; once it
- * is known, groups with a member that failed already are left alone by
- * all, and the ids of the others are fetched. */
-static void ready_step(struct hcgrt_round *r, int fence, int after, void *arg) {
-  struct create *cr = arg;
-  if (!after && fence == HCGRT_FENCE_IDS)
-    hcgrt_ids_publish(r, &cr->plan, cr->epoch, cr->b->id_flags);
-  hcgrt_agree_step(r, &cr->agree, fence, after);
-  int agreed = hcgrt_relayed(r->ctx) ? HCGRT_FENCE_GROUPS : HCGRT_FENCE_IDS;
-  if (after && fence == agreed) {
-    for (int i = 0; !r->status && i < cr->plan.n; i++)
-      cr->skip[i] = cr->v1[i].status != HCG_OK;
-    hcgrt_ids_fetch(r, &cr->plan, cr->epoch, cr->skip);
-  }
-  if (after && fence == HCGRT_FENCE_RELAY)
-    hcgrt_ids_fetch_relayed(r, &cr->plan, cr->epoch, cr->skip);
+ * is known (after the ids' fence, or in a relayed job the group verdicts'),
+ * groups with a member that failed already are left alone by all, and the
+ * ids of the others are fetched. */
+static void fetch_agreed(struct hcgrt_round *r, struct create *cr) {
+  for (int i = 0; !r->status && i < cr->plan.n; i++)
+    cr->skip[i] = cr->v1[i].status != HCG_OK;
+  hcgrt_ids_fetch(r, &cr->plan, cr->epoch, cr->skip);
 }
+
+static void ready_publish(struct hcgrt_round *r, void *arg) {
+  struct create *cr = arg;
+  hcgrt_ids_publish(r, &cr->plan, cr->epoch, cr->b->id_flags);
+  hcgrt_agree_put_status(r, &cr->agree);
+}
+
+static void ready_read(struct hcgrt_round *r, void *arg) {
+  struct create *cr = arg;
+  hcgrt_agree_read_statuses(r, &cr->agree);
+  if (!hcgrt_relayed(r->ctx))
+    fetch_agreed(r, cr);
+}
+
+static void ready_slices(struct hcgrt_round *r, void *arg) {
+  struct create *cr = arg;
+  hcgrt_agree_put_slices(r, &cr->agree);
+}
+
+static void ready_groups(struct hcgrt_round *r, void *arg) {
+  struct create *cr = arg;
+  hcgrt_agree_put_groups(r, &cr->agree);
+}
+
+static void ready_heads(struct hcgrt_round *r, void *arg) {
+  struct create *cr = arg;
+  hcgrt_agree_read_heads(r, &cr->agree);
+  fetch_agreed(r, cr); /* only relayed jobs take the group fence */
+}
+
+static void ready_relayed(struct hcgrt_round *r, void *arg) {
+  struct create *cr = arg;
+  hcgrt_ids_fetch_relayed(r, &cr->plan, cr->epoch, cr->skip);
+}
+
+static const struct hcgrt_round_steps ready_steps = {
+    .before = {[HCGRT_FENCE_IDS] = ready_publish,
+               [HCGRT_FENCE_SLICES] = ready_slices,
+               [HCGRT_FENCE_GROUPS] = ready_groups},
+    .after = {[HCGRT_FENCE_IDS] = ready_read,
+              [HCGRT_FENCE_GROUPS] = ready_heads,
+              [HCGRT_FENCE_RELAY] = ready_relayed},
+};
 
 /* Between the rounds: NCCL initialization of the groups not skipped. */
 static void init_local(struct hcgrt_round *r, struct create *cr) {
@@ -101,13 +136,43 @@ static void init_local(struct hcgrt_round *r, struct create *cr) {
 
 /* The second round's steps: the agreement on DONE. Peers may still be in
  * NCCL initialization (up to the timeout) when a rank arrives; a rank
- * that failed has aborted its communicators before it says so. */
-static void done_step(struct hcgrt_round *r, int fence, int after, void *arg) {
-  struct create *cr = arg;
-  hcgrt_agree_step(r, &cr->agree, fence, after);
+ * that failed has aborted its communicators before it says so, and one
+ * that fails in the agreement aborts them at once. */
+static void done_then(struct hcgrt_round *r, struct create *cr,
+                      void (*part)(struct hcgrt_round *,
+                                   struct hcgrt_agreement *)) {
+  part(r, &cr->agree);
   if (r->status)
     hcgrt_comm_abort_all(cr->p, cr->plan.n);
 }
+
+static void done_publish(struct hcgrt_round *r, void *arg) {
+  done_then(r, arg, hcgrt_agree_put_status);
+}
+
+static void done_read(struct hcgrt_round *r, void *arg) {
+  done_then(r, arg, hcgrt_agree_read_statuses);
+}
+
+static void done_slices(struct hcgrt_round *r, void *arg) {
+  done_then(r, arg, hcgrt_agree_put_slices);
+}
+
+static void done_groups(struct hcgrt_round *r, void *arg) {
+  done_then(r, arg, hcgrt_agree_put_groups);
+}
+
+static void done_heads(struct hcgrt_round *r, void *arg) {
+  done_then(r, arg, hcgrt_agree_read_heads);
+}
+
+static const struct hcgrt_round_steps done_steps = {
+    .before = {[HCGRT_FENCE_DONE] = done_publish,
+               [HCGRT_FENCE_SLICES] = done_slices,
+               [HCGRT_FENCE_GROUPS] = done_groups},
+    .after =
+        {[HCGRT_FENCE_DONE] = done_read, [HCGRT_FENCE_GROUPS] = done_heads},
+};
 
 /* The communicators whose groups succeeded everywhere go to the context
  * (none from a backend that made none). */
@@ -207,7 +272,7 @@ int hcgrt_comm_create(hcg_ctx *ctx, const hcg_groupset *set,
   /* Plan. A context that cannot fence at all still reports a local
    * failure first (it is the more useful message). */
   struct hcgrt_round r;
-  hcgrt_round_init(&r, ctx, &hcgrt_round_ready, ready_step, &cr);
+  hcgrt_round_init(&r, ctx, &hcgrt_round_ready, &ready_steps, &cr);
   stage_local(&r, &cr);
   if ((rc = hcgrt_exchange_usable(ctx, err)))
     return finish(&r, &cr, rc, err);
@@ -228,7 +293,7 @@ int hcgrt_comm_create(hcg_ctx *ctx, const hcg_groupset *set,
   init_local(&r, &cr);
 
   /* Round 2: every rank's DONE status. */
-  hcgrt_round_next(&r, &hcgrt_round_done, done_step);
+  hcgrt_round_next(&r, &hcgrt_round_done, &done_steps);
   hcgrt_agree_begin(&r, &cr.agree, &cr.plan, cr.skip, cr.epoch,
                     HCGRT_AGREE_DONE, cr.v2);
   res = hcgrt_round_run(&r);

@@ -354,15 +354,26 @@ struct ids_round {
   int flags;
 };
 
-static void ids_step(struct hcgrt_round *r, int fence, int after, void *arg) {
+static void ids_publish(struct hcgrt_round *r, void *arg) {
   struct ids_round *x = arg;
-  if (!after && fence == HCGRT_FENCE_IDS)
-    hcgrt_ids_publish(r, x->plan, x->epoch, x->flags);
-  else if (after && fence == HCGRT_FENCE_IDS)
-    hcgrt_ids_fetch(r, x->plan, x->epoch, NULL);
-  else if (after && fence == HCGRT_FENCE_RELAY)
-    hcgrt_ids_fetch_relayed(r, x->plan, x->epoch, NULL);
+  hcgrt_ids_publish(r, x->plan, x->epoch, x->flags);
 }
+
+static void ids_fetch(struct hcgrt_round *r, void *arg) {
+  struct ids_round *x = arg;
+  hcgrt_ids_fetch(r, x->plan, x->epoch, NULL);
+}
+
+static void ids_fetch_relayed(struct hcgrt_round *r, void *arg) {
+  struct ids_round *x = arg;
+  hcgrt_ids_fetch_relayed(r, x->plan, x->epoch, NULL);
+}
+
+static const struct hcgrt_round_steps ids_steps = {
+    .before = {[HCGRT_FENCE_IDS] = ids_publish},
+    .after = {[HCGRT_FENCE_IDS] = ids_fetch,
+              [HCGRT_FENCE_RELAY] = ids_fetch_relayed},
+};
 
 /* Every process walks the same keys, member or not: one fence each. */
 static int exchange_naive(hcg_ctx *ctx, struct hcgrt_plan *plan,
@@ -391,7 +402,7 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
 
   struct ids_round x = {plan, epoch, flags};
   struct hcgrt_round r;
-  hcgrt_round_init(&r, ctx, &hcgrt_round_ids, ids_step, &x);
+  hcgrt_round_init(&r, ctx, &hcgrt_round_ids, &ids_steps, &x);
   if (hcgrt_round_run(&r) == HCGRT_ROUND_BROKEN &&
       r.broken == HCGRT_FENCE_IDS && r.fence_rc == HCG_ETIMEOUT)
     hcgrt_exchange_blame(ctx, plan, epoch, &r.fence_err);

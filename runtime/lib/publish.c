@@ -25,14 +25,15 @@ struct publish {
 const struct hcgrt_round_table hcgrt_round_publish = {
     1, 1, {{HCGRT_FENCE_PUBLISH, 0}}};
 
-static void publish_step(struct hcgrt_round *r, int fence, int after,
-                         void *arg) {
+static void publish_put(struct hcgrt_round *r, void *arg) {
   struct publish *p = arg;
-  (void)fence;
-  if (!after)
-    hcgrt_round_put(r, p->epoch, PUBLISH_KEY, "a publication", p->pkey,
-                    sizeof p->pkey, p->buf, p->len);
+  hcgrt_round_put(r, p->epoch, PUBLISH_KEY, "a publication", p->pkey,
+                  sizeof p->pkey, p->buf, p->len);
 }
+
+static const struct hcgrt_round_steps publish_steps = {
+    .before = {[HCGRT_FENCE_PUBLISH] = publish_put},
+};
 
 /* The epoch counter is shared with the exchanges and broadcasts, so keys
  * never repeat within a context and every process derives the same key. */
@@ -49,7 +50,7 @@ int hcg_ctx_publish(hcg_ctx *ctx, const void *buf, size_t len, long long *epoch,
     return rc;
   struct publish p = {.buf = buf, .len = len, .epoch = ctx->epoch++};
   struct hcgrt_round r;
-  hcgrt_round_init(&r, ctx, &hcgrt_round_publish, publish_step, &p);
+  hcgrt_round_init(&r, ctx, &hcgrt_round_publish, &publish_steps, &p);
   hcgrt_round_run(&r);
   rc = hcgrt_round_end(&r, err);
   if (!rc)

@@ -24,11 +24,11 @@ void hcgrt_round_plan(struct hcgrt_round *r,
 
 void hcgrt_round_init(struct hcgrt_round *r, hcg_ctx *ctx,
                       const struct hcgrt_round_table *table,
-                      hcgrt_round_step step, void *arg) {
+                      const struct hcgrt_round_steps *steps, void *arg) {
   hcgrt_round_plan(r, table, ctx->world, ctx->fanin);
   r->ctx = ctx;
   r->timeout_s = ctx->timeout_s;
-  r->step = step;
+  r->steps = steps;
   r->arg = arg;
   r->take = hcgrt_exchange_fence;
   hcg_error none = HCG_ERROR_INIT;
@@ -87,7 +87,8 @@ int hcgrt_round_put(struct hcgrt_round *r, long long epoch, const char *name,
 int hcgrt_round_run(struct hcgrt_round *r) {
   for (int k = 0; k < r->n; k++) {
     int f = r->fence[k];
-    r->step(r, f, 0, r->arg);
+    if (r->steps->before[f])
+      r->steps->before[f](r, r->arg);
     if (k == 0 && r->status && r->leave_early)
       return HCGRT_ROUND_OWN_FAILURE;
     char what[64];
@@ -99,7 +100,8 @@ int hcgrt_round_run(struct hcgrt_round *r) {
       r->fence_rc = rc;
       return HCGRT_ROUND_BROKEN;
     }
-    r->step(r, f, 1, r->arg);
+    if (r->steps->after[f])
+      r->steps->after[f](r, r->arg);
   }
   return r->status ? HCGRT_ROUND_OWN_FAILURE : HCGRT_ROUND_OK;
 }
@@ -120,9 +122,9 @@ int hcgrt_round_end(const struct hcgrt_round *r, hcg_error *err) {
 
 void hcgrt_round_next(struct hcgrt_round *r,
                       const struct hcgrt_round_table *table,
-                      hcgrt_round_step step) {
+                      const struct hcgrt_round_steps *steps) {
   struct hcgrt_round prev = *r;
-  hcgrt_round_init(r, prev.ctx, table, step, prev.arg);
+  hcgrt_round_init(r, prev.ctx, table, steps, prev.arg);
   r->take = prev.take;
   r->status = prev.status;
   r->own = prev.own;

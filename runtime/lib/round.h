@@ -25,6 +25,7 @@ enum hcgrt_fence {
   HCGRT_FENCE_DONE,      /* "the agreement on the communicators" */
   HCGRT_FENCE_BROADCAST, /* "a broadcast from rank R"            */
   HCGRT_FENCE_PUBLISH,   /* "a publication by every process"     */
+  HCGRT_FENCES
 };
 
 #define HCGRT_ROUND_FENCES 4 /* the most fences of one round */
@@ -62,12 +63,18 @@ enum hcgrt_round_result {
 
 struct hcgrt_round;
 
-/* This rank's part around one fence of the schedule: before it (after 0:
- * its puts) or after it (after 1: its gets, and the puts for the next
- * one). A step reports a failure with hcgrt_round_note and goes on; it
- * must not fence. */
-typedef void (*hcgrt_round_step)(struct hcgrt_round *r, int fence, int after,
-                                 void *arg);
+/* This rank's part before one fence of the schedule (its puts) or after
+ * it (its gets, and the puts for the next one). A step reports a failure
+ * with hcgrt_round_note and goes on; it must not fence. */
+typedef void (*hcgrt_round_step)(struct hcgrt_round *r, void *arg);
+
+/* A round's steps, declared once by its caller beside its table: before
+ * and after each fence, by enum hcgrt_fence (NULL: nothing then). A fence
+ * the schedule does not take never runs its steps. */
+struct hcgrt_round_steps {
+  hcgrt_round_step before[HCGRT_FENCES];
+  hcgrt_round_step after[HCGRT_FENCES];
+};
 
 /* Takes one fence; hcgrt_exchange_fence but in tests. */
 typedef int (*hcgrt_round_take)(hcg_ctx *ctx, int timeout_s, const char *what,
@@ -79,7 +86,7 @@ struct hcgrt_round {
   int n;                         /* fences in the schedule      */
   int fence[HCGRT_ROUND_FENCES]; /* enum hcgrt_fence, in order  */
   int leave_early;               /* the table's                 */
-  hcgrt_round_step step;
+  const struct hcgrt_round_steps *steps;
   void *arg;
   hcgrt_round_take take;
   int timeout_s;     /* the context's: DONE waits 2x + 5 s        */
@@ -101,12 +108,12 @@ void hcgrt_round_plan(struct hcgrt_round *r,
 /* hcgrt_round_plan for the context's job, with its steps. */
 void hcgrt_round_init(struct hcgrt_round *r, hcg_ctx *ctx,
                       const struct hcgrt_round_table *table,
-                      hcgrt_round_step step, void *arg);
+                      const struct hcgrt_round_steps *steps, void *arg);
 /* Makes r the next round of the same call (table, with its steps and the
  * same arg): the call's rounds share this rank's own failure. */
 void hcgrt_round_next(struct hcgrt_round *r,
                       const struct hcgrt_round_table *table,
-                      hcgrt_round_step step);
+                      const struct hcgrt_round_steps *steps);
 /* Runs the round: before/after steps around each fence in order. */
 int hcgrt_round_run(struct hcgrt_round *r);
 /* The call's outcome: this rank's own failure first (its message into

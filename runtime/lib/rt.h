@@ -256,9 +256,17 @@ struct hcgrt_agreement {
 void hcgrt_agree_begin(struct hcgrt_round *r, struct hcgrt_agreement *a,
                        const struct hcgrt_plan *plan, const int *skip,
                        long long epoch, int phase, struct hcgrt_verdict *v);
-/* The agreement's part before (after 0) or after a fence of the round. */
-void hcgrt_agree_step(struct hcgrt_round *r, struct hcgrt_agreement *a,
-                      int fence, int after);
+/* The agreement's parts, each a step of its caller's round (round.h):
+ * before the round's own fence (the ids' for READY, DONE's) this rank's
+ * status, after it the statuses it needs; in a relayed job, before the
+ * slice and group fences the verdicts of the slices and groups this rank
+ * heads, after the group fence its heads' verdicts. */
+void hcgrt_agree_put_status(struct hcgrt_round *r, struct hcgrt_agreement *a);
+void hcgrt_agree_read_statuses(struct hcgrt_round *r,
+                               struct hcgrt_agreement *a);
+void hcgrt_agree_put_slices(struct hcgrt_round *r, struct hcgrt_agreement *a);
+void hcgrt_agree_put_groups(struct hcgrt_round *r, struct hcgrt_agreement *a);
+void hcgrt_agree_read_heads(struct hcgrt_round *r, struct hcgrt_agreement *a);
 void hcgrt_agree_end(struct hcgrt_agreement *a);
 /* "rank 3", "ranks 3, 5" or "ranks 0, ..., 7 and 9 more" for messages. */
 void hcgrt_verdict_text(const struct hcgrt_verdict *v, char *buf, size_t cap);

@@ -39,11 +39,8 @@ static int record_fence(hcg_ctx *ctx, int timeout_s, const char *what,
   return HCG_OK;
 }
 
-static void failing_step(struct hcgrt_round *r, int fence, int after,
-                         void *arg) {
+static void failing_step(struct hcgrt_round *r, void *arg) {
   struct trace *t = arg;
-  (void)fence;
-  (void)after;
   if (t->steps++ == t->fail_at)
     hcgrt_round_note(r, hcg__fail(hcgrt_round_err(r), HCG_ENCCL,
                                   "step %d failed", t->fail_at));
@@ -64,7 +61,11 @@ static int run_one(const struct hcgrt_round_table *table, int world, int fanin,
   t->fail_at = fail_at;
   t->break_at = break_at;
   struct hcgrt_round r;
-  hcgrt_round_init(&r, &ctx, table, failing_step, t);
+  /* A step before and after every fence, so that each can fail. */
+  struct hcgrt_round_steps steps;
+  for (int f = 0; f < HCGRT_FENCES; f++)
+    steps.before[f] = steps.after[f] = failing_step;
+  hcgrt_round_init(&r, &ctx, table, &steps, t);
   r.take = record_fence;
   r.root = world - 1;
   current = t;
