@@ -4,7 +4,7 @@
  * hcg computes the communication groups of Megatron-LM's HyperCommGrid (grids,
  * named views, process-group collections, MIMO roles and bridges) from a
  * layout string, and forms NCCL communicators for them through one PMIx
- * exchange. The API is declared in the five hcg_*.h headers below, one part
+ * exchange. The API is declared in the six hcg_*.h headers below, one part
  * each, as nccl.h has nccl_net.h beside it; doc/runtime.md ("Conventions of the
  * C API") states the rules every call follows, in short:
  *   - every symbol starts with hcg_ / HCG_; there is no global state;
@@ -22,6 +22,7 @@
 #include "hcg_base.h"      /* version, bounds, status codes, hcg_error */
 #include "hcg_env.h"       /* a task's HCG_* environment (core) */
 #include "hcg_layout.h"    /* layouts, groups, collections, bridges (core) */
+#include "hcg_megatron.h"  /* Megatron-LM's parallel arguments (core) */
 #include "hcg_placement.h" /* nodes, domains and placement checks (core) */
 #include "hcg_runtime.h"   /* contexts, exchanges, NCCL communicators */
 

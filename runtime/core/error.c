@@ -112,7 +112,7 @@ static void put_excerpt(struct hcg_buf *b, const struct hcg_source *src,
     unsigned char c = (unsigned char)src->text[i];
     excerpt[n++] = (c >= 0x20 && c < 0x7f)
                        ? (char)c
-                       : (c == '\t' || c == '\r' ? ' ' : '?');
+                       : (c == '\t' || c == '\r' || c == '\n' ? ' ' : '?');
   }
   if (cut_right) {
     memcpy(excerpt + n, "...", 3);
@@ -121,6 +121,16 @@ static void put_excerpt(struct hcg_buf *b, const struct hcg_source *src,
   excerpt[n] = '\0';
   size_t caret = (cut_left ? 3 : 0) + (pos - from);
   hcg__buf_printf(b, "\n  %s\n  %*s^", excerpt, (int)caret, "");
+}
+
+/* The message's what (fmt with ap) and the excerpt with its caret. */
+__attribute__((format(printf, 5, 0))) static void
+put_what(struct hcg_buf *b, const struct hcg_source *src, const struct spot *s,
+         hcg_pos pos, const char *fmt, va_list ap) {
+  char what[HCG_ERROR_MAX];
+  vsnprintf(what, sizeof what, fmt, ap);
+  hcg__buf_puts(b, what);
+  put_excerpt(b, src, s, pos);
 }
 
 int hcg__fail_at(hcg_error *err, int code, const struct hcg_source *src,
@@ -148,14 +158,33 @@ int hcg__fail_at(hcg_error *err, int code, const struct hcg_source *src,
   hcg__buf_printf(&b, "column %zu: ", col0 + 1);
   va_list ap;
   va_start(ap, fmt);
-  char what[HCG_ERROR_MAX];
-  vsnprintf(what, sizeof what, fmt, ap);
+  put_what(&b, src, &s, pos, fmt, ap);
   va_end(ap);
-  hcg__buf_puts(&b, what);
-  put_excerpt(&b, src, &s, pos);
 
   err->code = code;
   err->line = s.line;
   err->column = (int)(col0 + 1);
+  return code;
+}
+
+int hcg__fail_col(hcg_error *err, int code, const char *subject,
+                  const char *text, size_t pos, const char *fmt, ...) {
+  if (!err)
+    return code;
+  struct hcg_source src = {text, strlen(text), NULL};
+  if (pos > src.len)
+    pos = src.len;
+  /* One line, whatever it holds: a newline is white space there. */
+  struct spot s = {1, 0, 0, src.len};
+  struct hcg_buf b;
+  hcg__buf_init(&b, err->message, sizeof err->message);
+  hcg__buf_printf(&b, "%s: column %zu: ", subject, pos + 1);
+  va_list ap;
+  va_start(ap, fmt);
+  put_what(&b, &src, &s, pos, fmt, ap);
+  va_end(ap);
+  err->code = code;
+  err->line = 1;
+  err->column = (int)(pos + 1);
   return code;
 }

@@ -73,6 +73,12 @@ int hcg__fail_at(hcg_error *err, int code, const struct hcg_source *src,
                  hcg_pos pos, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* Same, for a place in one line of text that is not a layout (Megatron's
+ * arguments): "SUBJECT: column C: " and the line with a caret. */
+int hcg__fail_col(hcg_error *err, int code, const char *subject,
+                  const char *text, size_t pos, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
 /* A bounded string builder that never overflows and remembers truncation. */
 struct hcg_buf {
   char *p;

@@ -12,6 +12,7 @@ int main(void) {
   srunner_add_suite(sr, env_suite());
   srunner_add_suite(sr, props_suite());
   srunner_add_suite(sr, placement_suite());
+  srunner_add_suite(sr, megatron_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);

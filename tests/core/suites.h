@@ -12,5 +12,6 @@ Suite *mimo_suite(void);
 Suite *env_suite(void);
 Suite *props_suite(void);
 Suite *placement_suite(void);
+Suite *megatron_suite(void);
 
 #endif

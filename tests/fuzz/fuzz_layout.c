@@ -130,18 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(buf, data, size);
   buf[size] = '\0';
 
-  /* "<world>\n" prefix */
-  int world = 0;
-  char *text = buf;
-  char *nl = memchr(buf, '\n', size);
-  if (nl && nl > buf && nl - buf <= 10) {
-    char *end;
-    long long w = strtoll(buf, &end, 10);
-    if (end == nl && w > 0 && w <= HCG_MAX_WORLD) {
-      world = (int)w;
-      text = nl + 1;
-    }
-  }
+  int world = 0; /* derived from the layout */
+  char *text = fuzz_world_prefix(buf, size, &world);
   size_t len = size - (size_t)(text - buf);
   const char *spec = NULL;
   char *sep = memchr(text, '\x01', len);

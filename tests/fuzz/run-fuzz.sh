@@ -6,6 +6,7 @@
 #   fuzz_forward  the hand-over slurmstepd decodes (spank/forward.c)
 #   fuzz_domains  what slurmstepd reads to learn NVLink domains (spank/domains.c,
 #                 topology.c, step.c, hostlist.c)
+#   fuzz_megatron Megatron's arguments to a layout (runtime/core/megatron.c)
 #
 #   tests/fuzz/run-fuzz.sh [SECONDS] [WORKERS] [TARGET...]
 #       (default 60 s in all, 1 worker, every target)
@@ -19,7 +20,7 @@ set -eu
 seconds=${1:-60}
 workers=${2:-1}
 if [ $# -ge 2 ]; then shift 2; else shift $#; fi
-targets=${*:-fuzz_layout fuzz_args fuzz_forward fuzz_domains}
+targets=${*:-fuzz_layout fuzz_args fuzz_forward fuzz_domains fuzz_megatron}
 # Inputs up to the parser's own hard limit (64 KiB), so the size checks at
 # the limit are fuzzed too (fuzz_forward: plus its 4 task bytes and header).
 max_len=${HCG_FUZZ_MAX_LEN:-65536}
@@ -46,6 +47,7 @@ for t in $targets; do
     fuzz_layout) extra="" corpus=corpus dict=$fz/layout.dict len=$max_len ;;
     fuzz_args) extra=$src/spank/args.c corpus=corpus_args dict=$fz/args.dict len=4096 ;;
     fuzz_domains) extra="$src/spank/domains.c $src/spank/topology.c $src/spank/step.c $src/spank/hostlist.c" corpus=corpus_domains dict=$fz/domains.dict len=65536 ;;
+    fuzz_megatron) extra="" corpus=corpus_megatron dict=$fz/megatron.dict len=4096 ;;
     fuzz_forward)
       extra=$src/spank/forward.c corpus=corpus_forward len=$((max_len + 64))
       dict=$out/forward.dict

@@ -19,7 +19,8 @@ built-in a torch user expects: ``HcgValueError`` (a ValueError) for a bad
 argument, ``HcgTypeError``, ``HcgKeyError`` for a name that is not there,
 ``HcgTimeoutError``, and ``HcgRuntimeError`` for the rest (hcg.errors).
 
-PyTorch process groups: :mod:`hcg.torch` (imported on demand).
+PyTorch process groups: :mod:`hcg.torch` (imported on demand). Megatron-LM's
+parallel arguments to a layout and back: :mod:`hcg.megatron` (no torch).
 
 The library is found as libhcg.so.1 through the dynamic loader, or at the
 path in $HCG_LIBRARY.

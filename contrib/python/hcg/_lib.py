@@ -1,7 +1,8 @@
 """Loading libhcg and declaring the C prototypes (private).
 
 Only the stable part of hcg.h is bound: layouts, requests, groups, collection
-fields, embedding groups, stages, bridges, hcg_rank_env, and of contexts just
+fields, embedding groups, stages, bridges, hcg_rank_env, Megatron's arguments
+(hcg_megatron.h), and of contexts just
 what hcg.torch.init needs (a context with a timeout, hcg_ctx_publish and
 hcg_ctx_fetch).
 Communicators are not bound (use hcg.torch, or libhcg's C API directly).
@@ -127,6 +128,42 @@ class Bridge(ctypes.Structure):
     ]
 
 
+class MegatronArg(ctypes.Structure):
+    """struct hcg_megatron_arg"""
+
+    _fields_ = [
+        ("dest", ctypes.c_char_p),
+        ("option", ctypes.c_char_p),
+        ("dim", ctypes.c_char_p),
+        ("kind", ctypes.c_int),
+        ("scope", ctypes.c_int),
+        ("min", ctypes.c_int),
+        ("dflt", ctypes.c_int),
+    ]
+
+
+# void (*hcg_warn_fn)(void *arg, const char *message)
+WARN_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+
+
+class MegatronConfig(ctypes.Structure):
+    """struct hcg_megatron_config, filled as HCG_MEGATRON_CONFIG_INIT does."""
+
+    _fields_ = [
+        ("size", ctypes.c_size_t),
+        ("version", ctypes.c_uint),
+        ("world_size", ctypes.c_int),
+        ("encoder_name", ctypes.c_char_p),
+        ("warn", WARN_FN),
+        ("warn_arg", ctypes.c_void_p),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = ctypes.sizeof(MegatronConfig)
+        self.version = CONFIG_VERSION
+
+
 # int (*hcg_env_fn)(void *arg, const char *name, const char *value)
 ENV_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
                           ctypes.c_char_p)
@@ -202,6 +239,10 @@ _PROTOTYPES = {
     "hcg_bridge_leader": (_c_int, [_L, _P(Bridge), _c_int, _c_int]),
     "hcg_bridge_targets": (_c_int, [_L, _P(Bridge), _c_int, _int_p, _int_p]),
     "hcg_rank_env": (_c_int, [_L, _c_int, ENV_FN, ctypes.c_void_p]),
+    "hcg_megatron_arg_count": (_c_int, []),
+    "hcg_megatron_arg_at": (_P(MegatronArg), [_c_int]),
+    "hcg_megatron_layout": (_c_int, [_c_str, _P(MegatronConfig), _P(_L),
+                                     _P(Error)]),
     # Contexts, only as far as hcg.torch.init needs them: the default
     # config but for the timeout, and the publication of every rank's
     # store.

@@ -29,6 +29,7 @@ import unittest
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import hcg
+import hcg.megatron as hmeg
 import hcg.torch as ht
 from hcg.torch import megatron as hm
 
@@ -288,6 +289,10 @@ else:
     raise SystemExit("create_pg without torch")
 m = ht.megatron_args(hcg.Layout("world:tp=2,dp=2,pp=2; world/expert:ep=4,pp", 8))
 assert (m.tensor_model_parallel_size, m.expert_model_parallel_size) == (2, 4), m
+import hcg.megatron as hmeg
+L = hmeg.megatron_layout("--tensor-model-parallel-size 2", 4)
+assert hmeg.megatron_args(L).data_parallel_size == 2, L
+assert "torch" not in [k for k, v in sys.modules.items() if v is not None]
 print("ok")
 """
 
@@ -314,6 +319,12 @@ class MegatronArguments(unittest.TestCase):
                    values: Dict[str, Any], *extra: str) -> ht.MegatronArgs:
         got = self.layout(args, world, *extra)
         self.assertEqual(got, layout)
+        # Python's is the command's: the library computes both.
+        names = {"encoder_name": extra[1]} if extra else {}
+        with hmeg.megatron_layout(args, world, **names) as L:
+            self.assertEqual(L.text, layout)
+        with hmeg.megatron_layout(args.split(), world, **names) as L:
+            self.assertEqual(L.text, layout)
         m = ht.megatron_args(hcg.Layout(got, world))
         for k, v in values.items():
             self.assertEqual(m.values.get(k), v, k)
@@ -433,10 +444,56 @@ class MegatronArguments(unittest.TestCase):
                 self.assertEqual(proc.stdout, "")
                 self.assertIn("hcg: megatron arguments: ", proc.stderr)
                 self.assertIn(text, proc.stderr)
+                # The same error from Python, with its column.
+                with self.assertRaises(hmeg.MegatronError) as caught:
+                    hmeg.megatron_layout(args, world)
+                self.assertIsInstance(caught.exception, ValueError)
+                self.assertEqual(proc.stderr, "hcg: %s\n" % caught.exception)
+                if "column" in text:
+                    self.assertEqual(caught.exception.column,
+                                     int(text.split()[1].rstrip(":")))
         proc = support.cli("layout", "--megatron", "--tensor-model-parallel-size 2",
                            check=False)
         self.assertEqual(proc.returncode, 2)
         self.assertIn("-n N is needed", proc.stderr)
+
+    def test_one_table_of_arguments(self):
+        table = hmeg.arguments()
+        dests = [a.dest for a in table]
+        self.assertEqual(len(set(dests)), len(dests))
+        for a in table:
+            if a.kind == hmeg.DERIVED:
+                self.assertIsNone(a.option, a)
+            else:
+                self.assertEqual(a.option, "--" + a.dest.replace("_", "-"))
+        self.assertEqual([a.dest for a in table if a.scope == hmeg.MIMO],
+                         ["encoder_tp", "encoder_dp", "llm_offset", "llm_tp", "llm_cp",
+                          "llm_pp", "llm_dp", "llm_ep", "llm_expt_tp", "llm_only"])
+        # Every value MegatronArgs holds is an argument of the table.
+        for args, world in (("--tensor-model-parallel-size 2 --use-tp-pp-dp-mapping "
+                             "--pipeline-model-parallel-size 2", 8),
+                            ("--encoder-tp 2 --llm-offset 4", 8)):
+            with hmeg.megatron_layout(args, world) as L:
+                m = hmeg.megatron_args(L)
+            self.assertLessEqual(set(m.values), set(dests))
+        self.assertIs(ht.megatron_args, hmeg.megatron_args)
+        self.assertIs(hm.MegatronError, hmeg.MegatronError)
+
+    def test_warnings_and_bad_calls(self):
+        with self.assertWarns(hmeg.MegatronWarning) as caught:
+            hmeg.megatron_layout("--tensor-model-parallel-size 4 --encoder-tp 2", 8).close()
+        self.assertIn("--tensor-model-parallel-size is not used with Megatron's MIMO "
+                      "arguments", str(caught.warning))
+        with self.assertRaises(hmeg.MegatronError) as bad:
+            hmeg.megatron_layout("", 0)
+        self.assertEqual(bad.exception.code, hcg.Status.EINVAL)
+        with self.assertRaises(hcg.HcgTypeError):
+            hmeg.megatron_layout("", "8")  # type: ignore[arg-type]
+        with self.assertRaises(hmeg.MegatronError):
+            hmeg.megatron_layout("--llm-tp 2\0", 8)
+        with self.assertRaises(hmeg.MegatronError) as bad:
+            hmeg.megatron_layout("--encoder-tp 2", 8, encoder_name="Radio")
+        self.assertIn("the layout of these arguments is refused", str(bad.exception))
 
     def test_sizes_from_the_task_environment(self):
         layout = self.layout("--tensor-model-parallel-size 2 "

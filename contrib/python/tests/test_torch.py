@@ -76,13 +76,16 @@ class WithoutTorch(unittest.TestCase):
 
 
 class LayoutSources(unittest.TestCase):
-    """The one resolution of a ``source`` argument (hcg.torch._base), which
-    GroupFactory, the bridges and megatron_args share. Needs no torch."""
+    """The one resolution of a ``source`` argument (hcg._source), which
+    GroupFactory, the bridges and megatron_args share, and the task
+    hcg.torch.init() records there (``STATE.task``). Needs no torch."""
 
     def setUp(self) -> None:
+        from hcg import _source
         from hcg.torch import _base
 
         self.base = _base
+        self.source = _source
         self.L = hcg.Layout("tp=2,dp=2", 4)
         self.addCleanup(self.L.close)
         saved = _base.STATE.task
@@ -90,48 +93,48 @@ class LayoutSources(unittest.TestCase):
         _base.STATE.task = None
 
     def test_a_layout_or_a_task(self) -> None:
-        found = self.base.resolve_source(self.L)
+        found = self.source.resolve_source(self.L)
         self.assertEqual((found.layout, found.task, found.owned), (self.L, None, False))
         task = hcg.env.TaskEnv(self.L, 3)
-        found = self.base.resolve_source(task, text=False, environ=False)
+        found = self.source.resolve_source(task, text=False, environ=False)
         self.assertEqual((found.layout, found.task, found.owned), (self.L, task, False))
 
     def test_layout_text(self) -> None:
-        found = self.base.resolve_source("tp=2,dp=*", world=8)
+        found = self.source.resolve_source("tp=2,dp=*", world=8)
         self.addCleanup(found.layout.close)
         self.assertEqual((found.layout.world_size, found.task, found.owned),
                          (8, None, True))
-        found = self.base.resolve_source("tp=2,dp=3")
+        found = self.source.resolve_source("tp=2,dp=3")
         self.addCleanup(found.layout.close)
         self.assertEqual(found.layout.world_size, 6)
         with self.assertRaises(hcg.HcgValueError):
-            self.base.resolve_source("tp=2,dp=3", world=8)
+            self.source.resolve_source("tp=2,dp=3", world=8)
 
     def test_none_is_init_s_task_else_the_environment(self) -> None:
         task = hcg.env.TaskEnv(self.L, 1)
         self.base.STATE.task = task
         for environ in (True, False):
-            found = self.base.resolve_source(None, environ=environ)
+            found = self.source.resolve_source(None, environ=environ)
             self.assertEqual((found.layout, found.task, found.owned),
                              (self.L, task, False))
         self.base.STATE.task = None
         fake = {"SLURM_PROCID": "2"}
         fake.update(dict(support.cli_env(8, "tp=2,dp=*", 2)))
         with mock.patch.dict(os.environ, fake, clear=True):
-            found = self.base.resolve_source(None)
+            found = self.source.resolve_source(None)
         self.addCleanup(found.layout.close)
         self.assertTrue(found.owned)
         self.assertEqual((found.layout.text, found.task.rank), ("world@0:tp=2,dp=4", 2))
         with mock.patch.dict(os.environ, {}, clear=True):
             with self.assertRaises(hcg.HcgRuntimeError) as cm:
-                self.base.resolve_source(None)
+                self.source.resolve_source(None)
         self.assertEqual(cm.exception.code, Status.EENV)
 
     def test_refusals(self) -> None:
         # A bridge takes no text and does not read the environment.
         with mock.patch.dict(os.environ, {}, clear=True):
             with self.assertRaises(hcg.HcgRuntimeError) as cm:
-                self.base.resolve_source(None, text=False, environ=False)
+                self.source.resolve_source(None, text=False, environ=False)
         self.assertEqual(cm.exception.code, Status.EINVAL)
         self.assertEqual(str(cm.exception), "no layout: call hcg.torch.init() "
                          "first or pass source=Layout/TaskEnv")
@@ -140,7 +143,7 @@ class LayoutSources(unittest.TestCase):
                 ("tp=2", False, "an hcg.Layout, a TaskEnv or None")):
             with self.subTest(source=source):
                 with self.assertRaises(TypeError) as cm:
-                    self.base.resolve_source(source, text=text)  # type: ignore[arg-type]
+                    self.source.resolve_source(source, text=text)  # type: ignore[arg-type]
                 self.assertIsInstance(cm.exception, hcg.HcgTypeError)
                 self.assertEqual(str(cm.exception), "a layout source is %s, not %s"
                                  % (kinds, type(source).__name__))

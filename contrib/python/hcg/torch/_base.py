@@ -1,6 +1,7 @@
 """What every part of hcg.torch shares (private): the lazy torch import,
-the errors for a missing torch and a missing default group, where a call
-finds its layout, timeouts, and the rendezvous state init() records."""
+the errors for a missing torch and a missing default group, timeouts, and
+the rendezvous state init() records (its task in hcg._source, which
+resolves every call's layout)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import datetime
 import os
 import threading
 import weakref
-from typing import Any, List, NamedTuple, Optional, Union
+from typing import Any, List, Optional, Union
 
-from ..env import TaskEnv, from_environ
+from .._source import record_task, recorded_task
+from ..env import TaskEnv
 from ..errors import HcgError, HcgRuntimeError, HcgTypeError, HcgValueError, Status
-from ..layout import Layout
 from ._places import Where
 
 # torch's types, named for the reader. To mypy they are Any: torch is not
@@ -94,68 +95,6 @@ def require_initialized(api: str) -> Dist:
                                   "hcg.torch.init() first (or torch.distributed."
                                   "init_process_group)" % api)
     return d
-
-
-#: Where a call finds its layout: an :class:`hcg.Layout`, a
-#: :class:`hcg.env.TaskEnv`, layout text, or None for the task's (what
-#: hcg.torch.init() recorded, else the HCG_* environment).
-Source = Union[Layout, TaskEnv, str, None]
-
-
-class Resolved(NamedTuple):
-    """A layout source, resolved (see :func:`resolve_source`)."""
-
-    layout: Layout
-    #: the task given or found; None for a Layout or layout text
-    task: Optional[TaskEnv]
-    #: whether the layout was read here: its caller closes it
-    owned: bool
-
-
-def resolve_source(source: Source, *, world: int = 0,
-                   text: bool = True, environ: bool = True) -> Resolved:
-    """The layout a call was given: the one resolution of every ``source``
-    argument of hcg.torch. Needs no torch.
-
-    Args:
-        source: an :class:`hcg.Layout` (used as it is), a
-            :class:`hcg.env.TaskEnv` (its layout), layout text (parsed
-            here) or None: the task hcg.torch.init() recorded, else the
-            task's HCG_* environment (read here).
-        world: the world size layout text is parsed for (0: the
-            smallest the text fits, as :class:`hcg.Layout`'s).
-        text: whether layout text is accepted (a bridge, which never
-            closes a layout, takes none).
-        environ: whether None without init() reads the environment (a
-            bridge instead refuses it).
-
-    Returns:
-        A :class:`Resolved`.
-
-    Raises:
-        hcg.HcgTypeError: a source of another type (EINVAL).
-        hcg.HcgRuntimeError: None with neither init() nor ``environ``
-            (EINVAL); no layout in the environment (EENV).
-        hcg.HcgValueError: layout text that does not parse or fit.
-    """
-    if source is None:
-        if STATE.task is not None:
-            return Resolved(STATE.task.layout, STATE.task, False)
-        if not environ:
-            raise HcgRuntimeError(Status.EINVAL, "no layout: call hcg.torch.init() "
-                                  "first or pass source=Layout/TaskEnv")
-        task = from_environ()
-        return Resolved(task.layout, task, True)
-    if isinstance(source, TaskEnv):
-        return Resolved(source.layout, source, False)
-    if isinstance(source, Layout):
-        return Resolved(source, None, False)
-    if isinstance(source, str) and text:
-        return Resolved(Layout(source, world), None, True)
-    kinds = "an hcg.Layout, a TaskEnv, layout text or None" if text else \
-        "an hcg.Layout, a TaskEnv or None"
-    raise HcgTypeError(Status.EINVAL, "a layout source is %s, not %s"
-                       % (kinds, type(source).__name__))
 
 
 #: Default timeout when neither the caller nor HCG_TIMEOUT gives one. Longer
@@ -288,9 +227,18 @@ class _State:
         self.places: Optional[Where] = None
         #: This rank's job store (hcg.torch.store.Server), while it serves.
         self.store_server: Any = None
-        self.task: Optional[TaskEnv] = None  # init()'s
         self.backend: Optional[str] = None
         self.timeout: Optional[datetime.timedelta] = None
+
+
+    @property
+    def task(self) -> Optional[TaskEnv]:
+        """The task init() read: what a None source means (hcg._source)."""
+        return recorded_task()
+
+    @task.setter
+    def task(self, task: Optional[TaskEnv]) -> None:
+        record_task(task)
 
 
 STATE = _State()

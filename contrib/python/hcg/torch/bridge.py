@@ -25,12 +25,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
+from .._source import resolve_source
 from ..env import TaskEnv
 from ..errors import HcgRuntimeError, HcgTypeError, HcgValueError, Status
 from ..layout import Bridge, Layout
 from . import groups as _groups
-from ._base import (STATE, Dist, Timeout, group_timeout, require_initialized,
-                    resolve_source)
+from ._base import STATE, Dist, Timeout, group_timeout, require_initialized
 
 _MAX_DIMS = 8  # of a tensor sent by the non-colocated bridge
 

@@ -20,11 +20,12 @@ import dataclasses
 import warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from .._source import Resolved, Source, resolve_source
 from ..errors import HcgTypeError, HcgValueError, Status
 from ..layout import EMBEDDINGS, FIELDS, GridRef, Layout, Spec
 from . import groups as _groups
-from ._base import (STATE, Dist, ProcessGroup, Resolved, Source, Timeout,
-                    group_timeout, require_initialized, resolve_source, timeout_of)
+from ._base import (STATE, Dist, ProcessGroup, Timeout, group_timeout,
+                    require_initialized, timeout_of)
 
 #: The weight-rematerialization groups of Megatron's collection, each over
 #: one dim: ``gtp_remat`` of the base, ``expt_gtp_remat`` of the expert view.
@@ -194,7 +195,7 @@ class MultiModuleCollection(Dict[str, ProcessGroups]):
 
 
 def _resolve(source: Source, d: Dist) -> Tuple[Resolved, int]:
-    """The layout a factory was given (see _base.resolve_source) and
+    """The layout a factory was given (see hcg._source.resolve_source) and
     torch's rank, checked against the default process group: a task's
     rank must be torch's, the layout's world torch's."""
     world, rank = d.get_world_size(), d.get_rank()
