@@ -266,10 +266,9 @@ int hcg_groupset_num_entries(const hcg_groupset *set); /* 0 for NULL */
  * doc/runtime.md: "One exchange for many groups".
  */
 enum hcg_exchange_flags {
-  /* One fence per group key of the set instead of one in all (every process
-   * takes part in every fence, member or not): the cost of forming groups
-   * one collective at a time, for comparison. */
-  HCG_EXCHANGE_NAIVE = 1,
+  /* 1 is reserved: it was a benchmark-only mode, removed; still accepted
+   * and ignored, so that programs built against libhcg 1.0-1.2 run
+   * unchanged. */
   /* Random ids (getrandom) instead of ncclGetUniqueId. */
   HCG_EXCHANGE_RANDOM_IDS = 2
 };

@@ -26,6 +26,7 @@ make -C build/bench bench_exchange >> build/demo-build.log 2>&1 || {
 }
 hcg=$src/build/runtime/hcg
 hello=$src/build/runtime/hcg-hello
+naive=$src/build/bench/hcg-hello-naive # hcg-hello with the naive exchange
 bench=$src/build/bench/bench_exchange
 
 # shellcheck source=tests/cluster/cluster.sh
@@ -106,10 +107,11 @@ echo "(rank 0 formed $(grep -c '^group 0 ' hello.out) groups and rank 8 $(grep -
 if [ -s hello.err ]; then
   echo "stderr:" && head -n 5 hello.err
 fi
-# The same groups with one fence per group key (HCG_EXCHANGE_NAIVE), then
-# both ways timed by the exchange benchmark, interleaved in one job.
-show "srun ... hcg-hello --naive --quiet --no-comm --random-ids   # one fence per group key"
-srun -n "$tasks" --overcommit --mpi=pmix --hcg-layout="$layout" "$hello" --naive \
+# The same groups with one fence per group key (the naive exchange of
+# bench/, in hcg-hello-naive), then both ways timed by the exchange
+# benchmark, interleaved in one job.
+show "srun ... bench/hcg-hello-naive --quiet --no-comm --random-ids   # one fence per group key"
+srun -n "$tasks" --overcommit --mpi=pmix --hcg-layout="$layout" "$naive" \
   --quiet --no-comm --random-ids > naive.out 2> naive.err || true
 grep -E '^fences (0|8) ' naive.out | sort -k2 -n
 iters=5

@@ -61,7 +61,6 @@ static void usage(FILE *f) {
         "  --collection GRID  the whole collection of GRID (repeatable)\n"
         "                     default: every grid's collection (each rank\n"
         "                     forms the groups of its own grids)\n"
-        "  --naive            one fence per group key instead of one in all\n"
         "  --random-ids       random ids instead of ncclGetUniqueId\n"
         "  --no-comm          exchange ids only; create no communicator\n"
         "  --force-comm       call hcg_comm_create even without a device\n"
@@ -96,7 +95,7 @@ struct opts {
   int nspecs;
   const char *collections[HCG_MAX_GRIDS];
   int ncollections;
-  int naive, random_ids, no_comm, force_comm, quiet, exchanges, timeout, pmix;
+  int random_ids, no_comm, force_comm, quiet, exchanges, timeout, pmix;
   int exit_rank;
   const char *tag;
   hcg_comm_options comm; /* --comm-option, for every entry */
@@ -150,8 +149,6 @@ static int parse_args(int argc, char **argv, struct opts *o) {
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
       exit(0);
-    } else if (!strcmp(a, "--naive")) {
-      o->naive = 1;
     } else if (!strcmp(a, "--random-ids")) {
       o->random_ids = 1;
     } else if (!strcmp(a, "--no-comm")) {
@@ -221,7 +218,7 @@ static int build_set(hcg_ctx *ctx, const struct opts *o, hcg_groupset **out,
   }
   /* By default every grid's collection: a rank forms only the groups it
    * is in (its own grids'), and every rank passes the same set, which the
-   * naive exchange needs. */
+   * naive exchange of bench/hcg-hello-naive needs. */
   if (!o->nspecs && !o->ncollections)
     for (int g = 0; g < hcg_layout_num_grids(L) && !rc; g++)
       rc = hcg_groupset_add_collection(set, g, &o->comm, err);
@@ -374,8 +371,7 @@ int main(int argc, char **argv) {
 
   int want_comm = comm_wanted(ctx, &o);
 
-  int flags = (o.naive ? HCG_EXCHANGE_NAIVE : 0) |
-              (o.random_ids || want_comm ? HCG_EXCHANGE_RANDOM_IDS : 0);
+  int flags = o.random_ids || want_comm ? HCG_EXCHANGE_RANDOM_IDS : 0;
   for (int e = 0; e < o.exchanges; e++) {
     hcg_exchange_free(x);
     x = NULL;

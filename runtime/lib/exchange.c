@@ -1,10 +1,12 @@
 /*
  * exchange.c - one PMIx exchange for a whole set of groups: leaders make
  * and publish ids, one commit, one fence, members fetch from their leaders
- * (all of a rank's gets in one batch, under one deadline). The naive variant
- * (one fence per group key) exists to be measured against it. The slices'
+ * (all of a rank's gets in one batch, under one deadline). The slices'
  * arithmetic is slice.c's, the leaders' bundles bundle.c's, naming a
- * publisher that never came blame.c's, the fence fence.c's.
+ * publisher that never came blame.c's, the fence fence.c's. The naive
+ * exchange measured against it (one fence per group key) is a benchmark,
+ * bench/exchange_naive.c, built from this file's steps (rt.h: "Steps of
+ * the naive exchange"); libhcg has none of it.
  *
  * Bounded fan-in: in a job of more than F processes (F = ctx->fanin,
  * HCG_FANIN), a group of more than F members is cut into slices of F
@@ -272,10 +274,6 @@ out:
   return rc;
 }
 
-static int fence(hcg_ctx *ctx, hcg_error *err) {
-  return hcgrt_exchange_fence(ctx, ctx->timeout_s, "the group exchange", err);
-}
-
 long long hcgrt_exchange_begin(hcg_ctx *ctx) {
   ctx->stats.exchanges++;
   return ctx->epoch++;
@@ -347,6 +345,18 @@ void hcgrt_ids_fetch_relayed(struct hcgrt_round *r, struct hcgrt_plan *plan,
                               plan->scalable, hcgrt_round_err(r)));
 }
 
+/* ---- the steps of the naive exchange (bench/exchange_naive.c) ----------- */
+
+int hcgrt_ids_put(hcg_ctx *ctx, struct hcgrt_item *it, long long epoch,
+                  int flags, hcg_error *err) {
+  return publish(ctx, it, epoch, flags, 1, 1, err);
+}
+
+int hcgrt_ids_get(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
+                  long long epoch, hcg_error *err) {
+  return fetch(ctx, items, from, to, epoch, NULL, 0, 0, err);
+}
+
 /* The round of hcg_exchange_ids. */
 struct ids_round {
   struct hcgrt_plan *plan;
@@ -375,31 +385,12 @@ static const struct hcgrt_round_steps ids_steps = {
               [HCGRT_FENCE_RELAY] = ids_fetch_relayed},
 };
 
-/* Every process walks the same keys, member or not: one fence each. */
-static int exchange_naive(hcg_ctx *ctx, struct hcgrt_plan *plan,
-                          long long epoch, int flags, hcg_error *err) {
-  struct hcgrt_item *items = plan->items;
-  for (int i = 0; i < plan->n; i++) {
-    int rc;
-    if (items[i].member && items[i].leader == ctx->rank &&
-        (rc = publish(ctx, &items[i], epoch, flags, 1, 1, err)))
-      return rc;
-    if ((rc = fence(ctx, err)) ||
-        (rc = fetch(ctx, items, i, i + 1, epoch, NULL, 0, 0, err)))
-      return rc;
-  }
-  return HCG_OK;
-}
-
 int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
                         hcg_error *err) {
   int rc = hcgrt_exchange_usable(ctx, err);
   if (rc)
     return rc;
   long long epoch = hcgrt_exchange_begin(ctx);
-  if (flags & HCG_EXCHANGE_NAIVE)
-    return exchange_naive(ctx, plan, epoch, flags, err);
-
   struct ids_round x = {plan, epoch, flags};
   struct hcgrt_round r;
   hcgrt_round_init(&r, ctx, &hcgrt_round_ids, &ids_steps, &x);
@@ -409,22 +400,24 @@ int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
   return hcgrt_round_end(&r, err);
 }
 
-int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
-                     hcg_exchange **out, hcg_error *err) {
+int hcgrt_exchange_set(hcg_ctx *ctx, const hcg_groupset *set, int flags,
+                       const struct hcgrt_exchange_way *way, hcg_exchange **out,
+                       hcg_error *err) {
   if (out)
     *out = NULL;
   if (!out)
-    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcg_exchange_ids");
-  int rc = hcgrt_check_set(ctx, set, "hcg_exchange_ids", err);
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to %s", way->fn);
+  int rc = hcgrt_check_set(ctx, set, way->fn, err);
   if (rc)
     return rc;
-  if (flags & ~(HCG_EXCHANGE_NAIVE | HCG_EXCHANGE_RANDOM_IDS))
-    return hcg__fail(err, HCG_EINVAL, "hcg_exchange_ids: unknown flags 0x%x",
+  if (flags & ~way->flags)
+    return hcg__fail(err, HCG_EINVAL, "%s: unknown flags 0x%x", way->fn,
                      (unsigned)flags);
+  flags &= HCG_EXCHANGE_RANDOM_IDS; /* the others accepted are ignored */
   if ((rc = hcgrt_exchange_usable(ctx, err)))
     return rc;
   struct hcgrt_plan plan;
-  rc = hcgrt_plan_build(set, ctx->rank, flags & HCG_EXCHANGE_NAIVE, &plan, err);
+  rc = hcgrt_plan_build(set, ctx->rank, way->all_keys, &plan, err);
   if (rc)
     return rc;
   struct hcg_exchange *x = calloc(1, sizeof *x);
@@ -432,7 +425,7 @@ int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
     hcgrt_plan_free(&plan);
     return hcg__fail(err, HCG_ENOMEM, "out of memory for an exchange");
   }
-  rc = hcgrt_exchange_plan(ctx, &plan, flags, err);
+  rc = way->run(ctx, &plan, flags, err);
   if (rc) {
     free(x);
     hcgrt_plan_free(&plan);
@@ -451,6 +444,17 @@ int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
   x->n = k;
   *out = x;
   return HCG_OK;
+}
+
+/* One fence for the whole set. Bit 1 (HCGRT_EXCHANGE_RESERVED) is accepted
+ * and ignored. */
+static const struct hcgrt_exchange_way one_fence = {
+    "hcg_exchange_ids", HCGRT_EXCHANGE_RESERVED | HCG_EXCHANGE_RANDOM_IDS, 0,
+    hcgrt_exchange_plan};
+
+int hcg_exchange_ids(hcg_ctx *ctx, const hcg_groupset *set, int flags,
+                     hcg_exchange **out, hcg_error *err) {
+  return hcgrt_exchange_set(ctx, set, flags, &one_fence, out, err);
 }
 
 int hcg_exchange_num_groups(const hcg_exchange *x) { return x ? x->n : 0; }

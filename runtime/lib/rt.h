@@ -151,7 +151,9 @@ struct hcgrt_item {
 
 /* The groups a set names for one rank, deduplicated by key. With
  * all_keys, groups the rank is not in are kept too (member = 0), so that
- * every process lists the same keys in the same order (naive exchange). */
+ * every process lists the same keys in the same order: for the naive
+ * exchange of bench/exchange_naive.c only (a benchmark); libhcg's own
+ * calls pass 0. */
 struct hcgrt_plan {
   struct hcgrt_item *items;
   int n, cap;
@@ -181,9 +183,34 @@ int hcgrt_check_options(const hcg_comm_options *o, hcg_error *err);
 /* PMIx's PMIX_MAX_KEYLEN (checked against pmix.h in pmix.c). */
 #define HCGRT_PMIX_MAX_KEYLEN 511
 
+/* Bit 1 of hcg_exchange_ids' flags, once HCG_EXCHANGE_NAIVE (libhcg 1.0 to
+ * 1.2): accepted and ignored (hcg_runtime.h), the naive exchange being now
+ * a benchmark (bench/exchange_naive.c). */
+#define HCGRT_EXCHANGE_RESERVED 1
+
 /* Runs the exchange of a plan: fills item->id for every member item. */
 int hcgrt_exchange_plan(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags,
                         hcg_error *err);
+
+/* A way of exchanging a set's ids: hcg_exchange_ids' (one fence), or the
+ * naive exchange of bench/exchange_naive.c (a benchmark, not part of
+ * libhcg's API). */
+struct hcgrt_exchange_way {
+  const char *fn; /* the call, in messages */
+  int flags;      /* the flags it takes; all but HCG_EXCHANGE_RANDOM_IDS
+                     are then ignored */
+  int all_keys;   /* its plan lists every key of the set (hcgrt_plan_build) */
+  /* Once the arguments are checked and the context found usable: starts
+   * the exchange (hcgrt_exchange_begin) and fills item->id for every
+   * member item of the plan (hcgrt_exchange_plan). */
+  int (*run)(hcg_ctx *ctx, struct hcgrt_plan *plan, int flags, hcg_error *err);
+};
+/* hcg_exchange_ids the given way: its arguments checked (out, then ctx and
+ * set, then flags), the context's PMIx, this rank's plan, way->run, and
+ * this rank's groups, in plan order, into a new *out. */
+int hcgrt_exchange_set(hcg_ctx *ctx, const hcg_groupset *set, int flags,
+                       const struct hcgrt_exchange_way *way, hcg_exchange **out,
+                       hcg_error *err);
 /* HCG_EPMIX/HCG_ENOTSUP when the context cannot fence at all. */
 int hcgrt_exchange_usable(hcg_ctx *ctx, hcg_error *err);
 /* Counts the exchange and returns its epoch (PMIx key space). */
@@ -211,6 +238,17 @@ void hcgrt_ids_fetch(struct hcgrt_round *r, struct hcgrt_plan *plan,
                      long long epoch, const int *skip);
 void hcgrt_ids_fetch_relayed(struct hcgrt_round *r, struct hcgrt_plan *plan,
                              long long epoch, const int *skip);
+/* Steps of the naive exchange, a benchmark (bench/exchange_naive.c: one
+ * fence per group key, every process walking a plan of every key), not
+ * part of libhcg's API; its fences are hcgrt_exchange_fence's:
+ *  - put: publishes the id of an item this rank leads under the group's
+ *    own key (no bundle, one id);
+ *  - get: fetches the ids of the member items of items[from, to) this rank
+ *    does not lead from their leaders (no relays, no bundles). */
+int hcgrt_ids_put(hcg_ctx *ctx, struct hcgrt_item *it, long long epoch,
+                  int flags, hcg_error *err);
+int hcgrt_ids_get(hcg_ctx *ctx, struct hcgrt_item *items, int from, int to,
+                  long long epoch, hcg_error *err);
 /* After the exchange's fence of `epoch` timed out (err says so): probes,
  * one second each, the processes this rank would fetch ids from, and adds
  * to err the first that never published them (it never reached the

@@ -33,7 +33,8 @@ struct hcgrt_slice hcgrt_slice_of(const hcg_ctx *ctx,
 
 /* The rank this member fetches the id from at stage 1 (after the exchange's
  * fence) or 2 (after the relay fence), or -1 when none at that stage.
- * Stage 0: from the leader, without relays (the naive exchange). */
+ * Stage 0: from the leader, without relays (hcgrt_ids_get, the naive
+ * exchange of bench/exchange_naive.c). */
 int hcgrt_source(const hcg_ctx *ctx, const struct hcgrt_item *it, int stage);
 /* The NCCL ids of an item: one per slice of a sliced group where the plan
  * asks for them (ncclCommInitRankScalable), else one. Every member

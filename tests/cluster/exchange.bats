@@ -2,12 +2,20 @@
 # libhcg's one-fence id exchange on the private cluster (real PMIx,
 # srun --mpi=pmix, --overcommit): every member of every group gets the id
 # its leader published, different groups get different ids, and one
-# exchange costs exactly one fence. Run by tests/cluster/run.sh.
+# exchange costs exactly one fence; the naive exchange, a benchmark
+# (bench/exchange_naive.c, run as hcg-hello-naive), gives the same ids with
+# one fence per group key. Run by tests/cluster/run.sh.
 
 load runtime
 
 setup() {
   runtime_setup
+  # hcg-hello with the naive exchange in the place of hcg_exchange_ids.
+  NAIVE=$HCG_BUILD/bench/hcg-hello-naive
+  [ -x "$NAIVE" ] || {
+    echo "build first: $NAIVE is missing" >&2
+    return 1
+  }
 }
 
 # The layouts under test, with their task counts.
@@ -76,7 +84,7 @@ MOE_SMALL='llm:tp=2,dp=*; llm/expert:expt_tp=1,ep=2,expt_dp=*'
 }
 
 @test "the naive exchange makes one fence per group key, with the same ids" {
-  hello 8 "$MOE" --random-ids --no-comm --naive
+  HELLO=$NAIVE hello 8 "$MOE" --random-ids --no-comm
   [ "$status" -eq 0 ] || { show; false; }
   check_groups 8 "$MOE"
   # A one-grid layout: rank 0 is in a group of every key.
@@ -85,7 +93,7 @@ MOE_SMALL='llm:tp=2,dp=*; llm/expert:expt_tp=1,ep=2,expt_dp=*'
 }
 
 @test "the naive exchange in non-colocated MIMO: every rank walks every key" {
-  hello 16 "$NONCOLOC" --random-ids --no-comm --naive
+  HELLO=$NAIVE hello 16 "$NONCOLOC" --random-ids --no-comm
   [ "$status" -eq 0 ] || { show; false; }
   check_groups 16 "$NONCOLOC"
   # One fence count for all, larger than either module's own group count.
@@ -165,9 +173,14 @@ requests_per_publisher() {
     [ ! -s "$f" ] || { cat "$f"; false; }
   done
   # A task that never comes: the others leave through the timeout path,
-  # in the naive exchange and in the one-fence exchange, where rank 3 also
-  # probes rank 2, its tp leader, and names it.
-  for mode in --naive --quiet; do
+  # in the naive exchange (hcg-hello-naive) and in the one-fence exchange
+  # (hcg-hello --quiet), where rank 3 also probes rank 2, its tp leader,
+  # and names it.
+  local prog mode
+  for prog in "$NAIVE" "$HELLO"; do
+    mode=--quiet
+    [ "$prog" != "$NAIVE" ] || mode=
+    HELLO=$prog valgrind_wrapper "$vg"
     rm -f "$OUT"/vg.*.log
     hello_cmd 4 "$MOE_SMALL" --export=ALL,EXIT_RANK=2 "$vg" --timeout 3 $mode --no-comm --random-ids
     [ "$status" -ne 0 ]
