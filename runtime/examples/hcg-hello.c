@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "hcg.h"
 
@@ -74,8 +73,6 @@ static void usage(FILE *f) {
         "  --pmix MODE        require (default), auto or off\n"
         "  --tag TAG          namespace of the PMIx keys\n"
         "  --quiet            no group lines\n"
-        "  --exit-rank R      (tests) rank R exits after hcg_ctx_init, before\n"
-        "                     the exchange, without cleaning up\n"
         "  -h, --help         this text\n",
         f);
 }
@@ -96,7 +93,6 @@ struct opts {
   const char *collections[HCG_MAX_GRIDS];
   int ncollections;
   int random_ids, no_comm, force_comm, quiet, exchanges, timeout, pmix;
-  int exit_rank;
   const char *tag;
   hcg_comm_options comm; /* --comm-option, for every entry */
 };
@@ -141,7 +137,6 @@ static int parse_args(int argc, char **argv, struct opts *o) {
   memset(o, 0, sizeof *o);
   o->comm = (hcg_comm_options)HCG_COMM_OPTIONS_INIT;
   o->exchanges = 1;
-  o->exit_rank = -1;
   o->pmix = HCG_PMIX_REQUIRE;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -169,9 +164,6 @@ static int parse_args(int argc, char **argv, struct opts *o) {
       i++;
     } else if (v && !strcmp(a, "--timeout")) {
       o->timeout = atoi(v);
-      i++;
-    } else if (v && !strcmp(a, "--exit-rank")) {
-      o->exit_rank = atoi(v);
       i++;
     } else if (v && !strcmp(a, "--comm-option")) {
       if (comm_option(&o->comm, v))
@@ -359,9 +351,6 @@ int main(int argc, char **argv) {
     return die(env_rank ? atoi(env_rank) : -1, rc, &err);
   int rank = hcg_ctx_rank(ctx);
   print_hello(ctx);
-
-  if (rank == o.exit_rank)
-    _exit(0); /* a task that leaves before the exchange (tests) */
 
   hcg_groupset *set = NULL;
   hcg_exchange *x = NULL;

@@ -58,7 +58,9 @@ wrap() {
   # (PMIx's PARTIAL SUCCESS, reported as HCG_EPMIX) or completes without the
   # dead task, and Slurm then cancels the step. Either way, long before the
   # 30 s timeout.
-  hello_cmd 8 "$LAYOUT" "$STAMP" "$OUT" "$HELLO" --timeout 30 --no-comm --random-ids --exit-rank 5
+  # hcg-hello-test's HCGTEST_EXIT_RANK (runtime/testing/hello_test.c).
+  hello_cmd 8 "$LAYOUT" --export=ALL,HCGTEST_EXIT_RANK=5 "$STAMP" "$OUT" \
+    "$HCG_BUILD/runtime/hcg-hello-test" --timeout 30 --no-comm --random-ids
   echo "$(task_err | grep -c HCG_EPMIX) tasks reported HCG_EPMIX" >&3
   [ "$status" -ne 0 ] || { show; false; }
   step_ended_soon "$OUT"/stamp.* 20 || { show; false; }
