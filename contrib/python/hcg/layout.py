@@ -232,6 +232,20 @@ class Layout:
         self._describe()
 
     @classmethod
+    def _adopt(cls, ptr: int) -> "Layout":
+        """The Layout owning ``ptr``, a layout libhcg made (as
+        hcg_megatron_layout does), not parsed again."""
+        self = cls.__new__(cls)
+        self._lib = _lib.lib()
+        self._ptr = ptr
+        try:
+            self._describe()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    @classmethod
     def from_file(cls, path: Union[str, "os.PathLike[str]"], world_size: int = 0,
                   language: Optional[str] = None, **kw: Any) -> "Layout":
         """Reads the layout from a file (like ``Layout("@" + path)``).

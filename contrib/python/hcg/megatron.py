@@ -80,12 +80,10 @@ def arguments() -> Tuple[Argument, ...]:
     return tuple(out)
 
 
-def _arg(dest: str) -> Argument:
-    """The argument named ``dest`` (argparse's name)."""
-    for a in arguments():
-        if a.dest == dest:
-            return a
-    raise KeyError(dest)
+@functools.lru_cache(maxsize=None)
+def _by_dest() -> Dict[str, Argument]:
+    """:func:`arguments` by argparse name, built once."""
+    return {a.dest: a for a in arguments()}
 
 
 class MegatronWarning(UserWarning):
@@ -302,7 +300,7 @@ class MegatronArgs:
             remat = ("gtp_weight_remat_size" if name.startswith("tensor")
                      else "expert_gtp_weight_remat_size")
             if self.values.get(remat, 1) > 1:
-                shards = _arg(name).option
+                shards = _by_dest()[name].option
                 assert shards is not None
                 out += [shards, str(self.values[name])]
         return out
@@ -318,7 +316,7 @@ class MegatronArgs:
                 return args.get(name)
             return getattr(args, name, None)
 
-        table = {a.dest: a for a in arguments()}
+        table = _by_dest()
         mimo_args = any(get(a.dest) is not None for a in table.values()
                         if a.scope == MIMO)
         out = []
@@ -463,8 +461,5 @@ def megatron_layout(args: Union[str, Sequence[str]], world_size: int, *,
         if rc == Status.ENOMEM:
             raise error(rc, message)
         raise MegatronError(rc, message, err.line, err.column)
-    try:
-        canonical = _lib.text(lib.hcg_layout_text(out.value))
-    finally:
-        lib.hcg_layout_free(out.value)
-    return Layout(canonical, world_size)
+    assert out.value  # HCG_OK hands out a layout
+    return Layout._adopt(out.value)
