@@ -133,10 +133,11 @@ counts() {
 }
 
 # The reasons of the skips in a step's log, one per line: bats's
-# "# skip REASON" and unittest's "skipped 'REASON'".
+# "# skip REASON", unittest's "skipped 'REASON'" and a whole step's
+# "SKIP: REASON" (tests/gpu/check.sh without a GPU).
 skip_reasons() {
   sed -n -e 's/^ok [0-9]* .* # skip *//p' \
-    -e "s/.* \.\.\. skipped '\(.*\)'\$/\1/p" "$1"
+    -e "s/.* \.\.\. skipped '\(.*\)'\$/\1/p" -e 's/^SKIP: //p' "$1"
 }
 
 # step NAME CMD...: runs CMD bounded, its output shown and kept in a log.
@@ -286,6 +287,7 @@ stack_suite() {
     step "tests under valgrind" valgrind_suite &&
     step "Python binding and hcg.torch (contrib/python)" contrib/python/run-tests.sh "$src/build" &&
     step "mypy --strict (hcg, hcg.torch)" contrib/python/typecheck.sh &&
+    step "hcg.torch's NCCL groups on a GPU (tests/gpu)" tests/gpu/check.sh "$src/build" &&
     step "integration tests on a private Slurm cluster" tests/cluster/run.sh "$src/build"
 }
 

@@ -17,6 +17,8 @@ import traceback
 
 import hcg
 
+from tests import binding_worker
+
 
 def check_collections(rank: int, world: int, layout: str,
                       share_equal: bool = True) -> dict:
@@ -637,7 +639,7 @@ def check_init_meet_fails(rank: int, world: int, _arg: str) -> dict:
 
 
 #: Scenarios that start no default group themselves.
-NO_INIT = {"init_meet_fails"}
+NO_INIT = {"init_meet_fails"} | binding_worker.NO_INIT
 
 
 SCENARIOS = {"shared": check_shared, "titan": check_titan,
@@ -650,6 +652,7 @@ SCENARIOS = {"shared": check_shared, "titan": check_titan,
              "bridge": check_bridge,
              "node_local": check_node_local, "uneven": check_uneven,
              "peer_fails": check_peer_fails, "torch_groups": check_torch_groups}
+SCENARIOS.update(binding_worker.SCENARIOS)
 
 
 def main() -> int:

@@ -21,7 +21,7 @@ import warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .._source import Resolved, Source, resolve_source
-from ..errors import HcgTypeError, HcgValueError, Status
+from ..errors import HcgError, HcgTypeError, HcgValueError, Status
 from ..layout import EMBEDDINGS, FIELDS, GridRef, Layout, Spec
 from . import groups as _groups
 from ._base import (STATE, Dist, ProcessGroup, Timeout, group_timeout,
@@ -341,7 +341,23 @@ class GroupFactory:
             tag = _members_tag(members)
         return _groups.GroupSpec(key, tuple(members), kw["backend"],
                                  kw["timeout"], kw["pg_options"], tag,
-                                 shared=self.shared and not extra)
+                                 shared=self.shared and not extra,
+                                 world=self._covers_world(key))
+
+    def _covers_world(self, key: str) -> bool:
+        """Whether every rank of the job is in a group of ``key`` and asks
+        for it in the same call: a key over a grid that spans the job, or
+        a rank's group of itself alone (every rank has one); not an
+        embedding group."""
+        if key.endswith("#alone"):
+            return True
+        if "#" in key:
+            return False
+        try:
+            grid = self.layout.grid(self.layout.request(key).grid)
+        except HcgError:
+            return False
+        return bool(grid.size == self._dist.get_world_size())
 
     def _forget_dead(self) -> None:
         """Forgets the groups destroyed since they were made (by

@@ -477,7 +477,8 @@ class HyperCommGrid:
             group_timeout(kwargs.get("timeout")), kwargs.get("pg_options"),
             _groups.members_tag(members) if shared else
             "%s.%s" % (req.key, self._tag), kwargs.get("group_desc"),
-            shared=shared)
+            shared=shared,
+            world=self.layout.grid(self._name).size == d.get_world_size())
         return _Planned(self, key, spec)
 
     def create_pg(self, dims: Dims, *, view: Optional[str] = None,

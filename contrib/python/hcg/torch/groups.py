@@ -50,7 +50,7 @@ import weakref
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import HcgError, HcgRuntimeError, HcgValueError, Status
-from . import _meet, _places
+from . import _binding, _meet, _places
 from . import store as jobstore
 from ._base import (STATE, Dist, ProcessGroup, Store, dist, keep_backends,
                     require_initialized)
@@ -71,7 +71,11 @@ class GroupSpec(NamedTuple):
     every member must give the same tag. ``desc`` is torch's group_desc
     where torch takes one (default: the key). ``shared``: the group may
     come from, and goes to, this process's shared groups (see
-    :func:`build`); only a spec without ``pg_options`` and ``desc`` is."""
+    :func:`build`); only a spec without ``pg_options`` and ``desc`` is.
+    ``world``: the groups of this spec's tag hold every rank of the job,
+    and every rank asks for its own in the same call (one key over a grid
+    that spans the job), so that it can be made as one split of the
+    world's communicator where torch splits (hcg.torch._binding)."""
 
     key: str
     members: Tuple[int, ...]
@@ -81,6 +85,7 @@ class GroupSpec(NamedTuple):
     tag: Optional[str] = None
     desc: Optional[str] = None
     shared: bool = False
+    world: bool = False
 
 
 def members_tag(members: Sequence[int]) -> str:
@@ -213,6 +218,7 @@ class _Helper(_Way):
         self.options = next((n for n in ("backend_options", "pg_options")
                              if _accepts(helper, n)), None)
         self.desc = _accepts(helper, "group_desc")
+        self.device = _accepts(helper, "device_id")
 
     def make(self, d: Dist, s: GroupSpec, grank: int, store: Store,
              prefix: str, default_backend: str) -> ProcessGroup:
@@ -229,6 +235,12 @@ class _Helper(_Way):
             kwargs[self.options] = s.pg_options
         if self.desc:
             kwargs["group_desc"] = s.desc or s.key
+        if self.device and _binding.is_nccl(str(kwargs["backend"])):
+            # The task's GPU: torch connects the group now, inside hcg's
+            # meeting and timeout, not at its first collective.
+            device = _task_device()
+            if device is not None:
+                kwargs["device_id"] = device
         made = self.helper(**kwargs)
         pg = made[0] if isinstance(made, tuple) else made
         self.pg_group_ranks[pg] = {m: i for i, m in enumerate(s.members)}
@@ -253,6 +265,52 @@ class _Public(_Way):
         if self.desc:
             kwargs["group_desc"] = s.desc or s.key
         return d.new_group(**kwargs)
+
+
+class _Split(_Way):
+    """One split of the world's communicator (torch's ``split_group``),
+    where torch makes NCCL groups that way (hcg.torch._binding): every rank
+    of the job calls it for the same keys in the same order, each naming
+    its own group, so no rank holds the others'."""
+
+    name = "split"
+    threads = False  # a collective of the whole job, in one order
+
+    def __init__(self, split_group: Callable[..., Any]) -> None:
+        self.split_group = split_group
+        self.desc = _accepts(split_group, "group_desc")
+
+    def make(self, d: Dist, s: GroupSpec, grank: int, store: Store,
+             prefix: str, default_backend: str) -> ProcessGroup:
+        kwargs: Dict[str, Any] = {"split_ranks": [list(s.members)],
+                                  "timeout": s.timeout}
+        if s.pg_options is not None:
+            kwargs["pg_options"] = s.pg_options
+        if self.desc:
+            kwargs["group_desc"] = s.desc or s.key
+        pg = self.split_group(**kwargs)
+        non_member = getattr(getattr(d, "GroupMember", None), "NON_GROUP_MEMBER", None)
+        if pg is None or pg is non_member:
+            raise HcgRuntimeError(Status.EIO, "%s: torch's split_group gave rank %d "
+                                  "no group" % (describe(s), s.members[grank]))
+        return pg
+
+
+def _task_device() -> Any:
+    """This task's CUDA device, when it is known: torch's current device
+    where that cannot be a default left unset (one visible GPU, a device
+    other than 0, or a task whose local rank is 0); else None, and the
+    group connects at its first collective as before, on whatever device
+    the program chose by then."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    current = torch.cuda.current_device()
+    local = os.environ.get("LOCAL_RANK") or os.environ.get("SLURM_LOCALID") or "0"
+    if torch.cuda.device_count() == 1 or current != 0 or local == "0":
+        return torch.device("cuda", current)
+    return None
 
 
 _way_lock = threading.Lock()
@@ -537,6 +595,40 @@ class _Build:
         self.failed = threading.Event()
         self.taken: List[Tuple[_places.Place, Store]] = []  # clients it took
         self.routes: Dict[str, List[_places.Place]] = {}
+        #: how each group is made (by key), and why none may be, if so
+        self.ways: Dict[str, _Way] = {}
+        self.refused: Optional[HcgError] = self._plan()
+
+    def _plan(self) -> Optional[HcgError]:
+        """Chooses how torch connects each group (hcg.torch._binding): a
+        split of the world's communicator where torch splits NCCL groups,
+        else on the members alone; and checks that every gloo group fits in
+        this process's files. Returns the refusal of the first group that
+        cannot be made, before any is: an NCCL group under a bound default
+        group whose key does not cover the job, or that this torch cannot
+        split; a gloo group past the file limit."""
+        d = self.d
+        split = _binding.splits(d)
+        splitter = _binding.split_function(d) if split else None
+        held = room = 0
+        if any(_binding.is_gloo(str(s.backend or self.default_backend))
+               for s in self.order):
+            held, room = _binding.gloo_peers_held(d), _binding.gloo_room()
+        for s in self.order:
+            backend = str(s.backend or self.default_backend)
+            self.ways[s.key] = self.how
+            if split and _binding.is_nccl(backend):
+                if splitter is None or not s.world:
+                    return _binding.refuse_split(describe(s), _binding.bound_device(d),
+                                                 d.get_world_size(), splitter is not None)
+                self.ways[s.key] = _Split(splitter)
+            if _binding.is_gloo(backend):
+                refused = _binding.refuse_gloo(d, describe(s), len(s.members), held,
+                                               room)
+                if refused is not None:
+                    return refused
+                held += len(s.members) - 1
+        return None
 
     def route(self, s: GroupSpec) -> Optional[List[_places.Place]]:
         """The stores this rank meets the group through (_places.path):
@@ -655,8 +747,8 @@ class _Build:
                        check_in=_meet.check_in_by(store, prefix))
             start = time.monotonic()
             try:
-                pg = self.how.make(self.d, s, grank, store, prefix,
-                                   self.default_backend)
+                pg = self.ways[s.key].make(self.d, s, grank, store, prefix,
+                                           self.default_backend)
             except Exception as exc:  # pylint: disable=broad-except
                 raise _meet.formation_error(what, t, self.fresh(s), exc,
                                             time.monotonic() - start,
@@ -680,7 +772,13 @@ class _Build:
         return pg
 
     def run(self) -> Dict[str, ProcessGroup]:
-        threads = 1 if self.places is None or not self.how.threads else \
+        if self.refused is not None:
+            # Before any group: the members of every one of them learn it
+            # at once, as of any other failure here.
+            self.report(self.refused)
+            raise self.refused
+        threads = 1 if self.places is None or \
+            not all(w.threads for w in self.ways.values()) else \
             min(MAX_THREADS, len(self.order))
         error: Optional[BaseException] = None
         if threads <= 1:

@@ -25,17 +25,18 @@ from __future__ import annotations
 import atexit
 import ctypes
 import datetime
+import inspect
 import math
 import os
 import secrets
 import socket
 import time
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import _lib
 from ..env import TaskEnv, from_environ, in_task
 from ..errors import HcgError, HcgRuntimeError, PeerError, Status, from_c
-from . import _meet, _places
+from . import _binding, _meet, _places
 from . import store as jobstore
 from ._base import (MAX_TIMEOUT_S, STATE, Dist, Store, Timeout, dist,
                     keep_backends, timeout_of)
@@ -299,7 +300,7 @@ _inits = 0
 
 
 def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
-           problem: Optional[HcgError]) -> Tuple[str, int]:
+           problem: Optional[HcgError], device: Any = None) -> Tuple[str, int]:
     """The default group: the store, the ranks' meeting (where a rank that
     failed says so), then torch's init_process_group."""
     deadline = time.monotonic() + t.total_seconds()
@@ -315,7 +316,7 @@ def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
         raise
     try:
         _default_group(d, task, backend, t, problem, store, host, port, route,
-                       deadline)
+                       deadline, device)
     except BaseException:
         _drop_server()  # rank 0: its store goes with its failed init()
         raise
@@ -325,8 +326,10 @@ def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
 
 def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
                    problem: Optional[HcgError], store: Store, host: str, port: int,
-                   route: List[_places.Place], deadline: float) -> None:
-    """The ranks' meeting at the store, then init_process_group. Where
+                   route: List[_places.Place], deadline: float,
+                   device: Any = None) -> None:
+    """The ranks' meeting at the store, then init_process_group (bound to
+    ``device`` when one is given). Where
     ``route`` goes through slices' heads (_places.path), ``store`` is the
     first one's, told first to forward the meeting's keys and torch's along
     the rest of it to rank 0's."""
@@ -385,9 +388,10 @@ def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
         raise err from exc
     seconds = t.total_seconds()
     start = time.monotonic()
+    kwargs: Dict[str, Any] = {} if device is None else {"device_id": device}
     try:
         d.init_process_group(backend, store=torch_store, rank=task.rank,
-                             world_size=task.world_size, timeout=t)
+                             world_size=task.world_size, timeout=t, **kwargs)
     except Exception as exc:  # pylint: disable=broad-except
         err = _meet.formation_error(what, seconds, meeting, exc,
                                     time.monotonic() - start)
@@ -395,7 +399,28 @@ def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
         raise err from None
 
 
-def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> TaskEnv:
+def _device_problem(d: Dist, device_id: Any) -> Tuple[Any, Optional[HcgError]]:
+    """The device init() binds the default group to (None for none), or
+    why it cannot (a bad device_id, a torch without device_id)."""
+    if device_id is None:
+        return None, None
+    try:
+        device, _ = _binding.device_of(device_id)
+    except HcgError as exc:
+        return None, exc
+    try:
+        takes = "device_id" in inspect.signature(d.init_process_group).parameters
+    except (TypeError, ValueError):
+        takes = False
+    if not takes:
+        return None, HcgRuntimeError(Status.ENOTSUP, "hcg.torch.init(device_id=%s): "
+                                     "this PyTorch's init_process_group takes no "
+                                     "device_id: call init() without it" % device)
+    return device, None
+
+
+def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None,
+         device_id: Any = None) -> TaskEnv:
     """Starts torch.distributed's default group for this task.
 
     A rank that fails here before the others could know (a RANK that
@@ -414,6 +439,13 @@ def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> Ta
             used for the store, the default group and every group
             hcg.torch makes; it also bounds how long init() waits for the
             other ranks in all.
+        device_id: binds the default group to this task's GPU, as torch
+            recommends (``init_process_group(device_id=)``): an index,
+            ``"cuda:N"`` or a ``torch.device``. NCCL then connects at once,
+            and torch makes every NCCL subgroup by splitting the job's
+            communicator: hcg makes those with ``split_group``, every rank
+            taking part for every key (doc/torch.md). Default None: unbound,
+            each group made by its members alone.
 
     Returns:
         This task's :class:`hcg.env.TaskEnv`, recorded, so that later
@@ -422,8 +454,12 @@ def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> Ta
     Raises:
         hcg.HcgRuntimeError: no hcg layout in the environment (EENV), no
             PMIx and no MASTER_ADDR/MASTER_PORT (EPMIX), a store that
-            cannot open (EIO), RANK, WORLD_SIZE or an initialized torch
-            that disagree with the layout (EMISMATCH).
+            cannot open (EIO), RANK, WORLD_SIZE, an initialized torch or
+            its bound device that disagree with the layout or device_id
+            (EMISMATCH), a device_id this torch cannot take (ENOTSUP).
+        hcg.HcgValueError: a gloo default group whose connections do not
+            fit this process's file limit (ELIMIT), a device_id that is no
+            CUDA device.
         hcg.HcgTimeoutError: the other ranks did not all arrive in time.
         hcg.PeerError: another rank failed first (its rank and reason).
         hcg.HcgTypeError, hcg.HcgValueError: a bad timeout.
@@ -446,6 +482,8 @@ def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> Ta
             problem = HcgRuntimeError(Status.EENV, "rank %d could not check "
                                       "RANK and WORLD_SIZE: %s"
                                       % (task.rank, _meet.describe_exception(exc)))
+        device, bad_device = _device_problem(d, device_id)
+        problem = problem or bad_device
         if d.is_initialized():
             if problem is not None:
                 raise problem
@@ -455,11 +493,19 @@ def init(backend: Optional[str] = None, timeout: Optional[Timeout] = None) -> Ta
                                       "layout says rank %d of %d"
                                       % (d.get_rank(), d.get_world_size(), task.rank,
                                   task.world_size))
+            bound = _binding.bound_device(d)
+            if device is not None and bound != device:
+                raise HcgRuntimeError(Status.EMISMATCH, "hcg.torch.init(device_id=%s): "
+                                      "torch.distributed is already initialized, "
+                                      "bound to %s" % (device, bound))
         else:
             if backend is None:
                 import torch
 
                 backend = "nccl" if torch.cuda.is_available() else "gloo"
-            _start(d, task, backend, t, problem)
+            problem = problem or _binding.check_world_gloo(
+                d, backend, task.world_size, "the default process group (%d ranks)"
+                % task.world_size)
+            _start(d, task, backend, t, problem, device)
         STATE.task, STATE.backend, STATE.timeout = task, backend, t
         return task
