@@ -152,7 +152,7 @@ def _case(world: int, bound: bool, backend: str, limit: float,
     checked = sum(int(res["checked"]) for res in results if res)  # type: ignore[arg-type]
     init_s = max(float(res["init_s"]) for res in results if res)  # type: ignore[arg-type]
     groups_s = max(float(res["groups_s"]) for res in results if res)  # type: ignore[arg-type]
-    return "ok", "%d groups' sums right; init %.1f s, groups %.1f s" % (
+    return "ok", "%d sums right (every field of every rank); init %.1f s, groups %.1f s" % (
         checked, init_s, groups_s), took
 
 
