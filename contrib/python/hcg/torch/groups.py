@@ -610,6 +610,7 @@ class _Build:
         d = self.d
         split = _binding.splits(d)
         splitter = _binding.split_function(d) if split else None
+        by_split = None if splitter is None else _Split(splitter)
         held = room = 0
         if any(_binding.is_gloo(str(s.backend or self.default_backend))
                for s in self.order):
@@ -618,10 +619,10 @@ class _Build:
             backend = str(s.backend or self.default_backend)
             self.ways[s.key] = self.how
             if split and _binding.is_nccl(backend):
-                if splitter is None or not s.world:
+                if by_split is None or not s.world:
                     return _binding.refuse_split(describe(s), _binding.bound_device(d),
-                                                 d.get_world_size(), splitter is not None)
-                self.ways[s.key] = _Split(splitter)
+                                                 d.get_world_size(), by_split is not None)
+                self.ways[s.key] = by_split
             if _binding.is_gloo(backend):
                 refused = _binding.refuse_gloo(d, describe(s), len(s.members), held,
                                                room)
