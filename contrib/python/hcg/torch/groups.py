@@ -536,14 +536,14 @@ class _Build:
         self.finished: Dict[str, ProcessGroup] = {}
         self.failed = threading.Event()
         self.taken: List[Tuple[_places.Place, Store]] = []  # clients it took
-        self.routes: Dict[str, List[_places.Place]] = {}
+        self.routes: Dict[str, _places.Route] = {}
 
-    def route(self, s: GroupSpec) -> Optional[List[_places.Place]]:
-        """The stores this rank meets the group through (_places.path):
-        its first member's alone, or for a large group its slice's head's
-        first, the leader's last; the job's one store; or None for torch's
-        default store (init() was not hcg's). Raises a PeerError when one
-        of them could not open its store."""
+    def route(self, s: GroupSpec) -> Optional[_places.Route]:
+        """How this rank meets the group (_places.Places.route): at its
+        first member's store, or for a large group at its slice's head's,
+        which relays to the leader's; at the job's one store; or None for
+        torch's default store (init() was not hcg's). Raises a PeerError
+        when the store it connects to could not open."""
         if self.places is None:
             return None
         with self.lock:
@@ -557,7 +557,7 @@ class _Build:
     def place(self, s: GroupSpec) -> Optional[_places.Place]:
         """The store this rank connects to for the group (see route)."""
         route = self.route(s)
-        return None if route is None else route[0]
+        return None if route is None else route.first
 
     def hosts(self, s: GroupSpec) -> bool:
         """Whether this rank hosts a store other members meet the group at:
@@ -573,11 +573,12 @@ class _Build:
     def at(self, s: GroupSpec, store: Store) -> Store:
         """The group's keys on ``store``, a client of the store this rank
         connects to: one that relays them up the route is told so first
-        (once per connection)."""
+        (once per connection), and where this rank heads a slice its own
+        store is told where they go next (jobstore.relay_route)."""
         route = self.route(s)
         prefix = self.prefixes[s.key]
-        if route is not None and len(route) > 1:
-            store.relay(prefix + "/", [(p.host, p.port, p.secret) for p in route[1:]])
+        if route is not None:
+            jobstore.relay_route(route, prefix + "/", store, s.timeout)
         return self.d.PrefixStore(prefix, store)
 
     def client(self, place: Optional[_places.Place]) -> Store:
