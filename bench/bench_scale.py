@@ -37,7 +37,18 @@ What is the real code and what is a model:
   handshake), K members meeting as one group does, at the leader's store
   alone and through relays;
 - the time to form: a model from those rates, the busiest store's
-  handshakes and requests (stores serve in parallel, each one process).
+  handshakes and requests (stores serve in parallel, each one process);
+- PMIx reads: which publications each process reads, the real code
+  (hcg.torch._places.reads: the store it connects to, and a head's next
+  one up), for every rank and group; the busiest publication's readers;
+- gloo connections: the busiest process's peers over the groups Megatron
+  keeps on gloo (GLOO_FIELDS), a full mesh each;
+- the time end to end: a sum of terms, each MEASURED here, COUNTED by the
+  code or ASSUMED with its source (the constants below, printed with the
+  table), beside torch's own way (one TCPStore).
+
+For scripts, one line per world size:
+    scale: world=N store_connections=C publication_reads=R gloo_connections=G time_s=T
 """
 
 from __future__ import annotations
@@ -530,9 +541,10 @@ def main() -> int:
            member (torch's TORCH_NCCL_RANKS_PER_ROOT default), through the same routes
   nccl     NCCL's own bootstrap: ASSUMED %.0f s at 96k GPUs (arXiv 2510.20171), linear
   torch's way: one libuv TCPStore, connect ASSUMED %.0f s at 96K ranks (PyTorch's
-           "Introduction to Libuv TCPStore Backend"), linear; its store the central
-           way's load at the same MEASURED rates; its groups one after another
-           (new_group), each at that one store; the same NCCL bootstrap"""
+           "Introduction to Libuv TCPStore Backend"), linear; its store: the central
+           way's requests at the rate MEASURED for hcg's store (ASSUMED for torch's
+           store, C++, not measured here: it may serve faster); its groups one after
+           another (new_group), each at that one store; the same NCCL bootstrap"""
           % (FENCE_LEVEL_S * 1000, PER_NODE, T_GET_S * 1000, shake, rate, ROUNDS,
              t_req * 1000, t_hop * 1000, RTT_S * 1000, THREADS, RANKS_PER_ROOT,
              NCCL_96K_S, TCPSTORE_96K_S))
