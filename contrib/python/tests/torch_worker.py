@@ -679,7 +679,7 @@ def check_init_meet_fails(rank: int, world: int, _arg: str) -> dict:
     import time
     import torch.distributed as dist
     from hcg.env import TaskEnv
-    from hcg.torch import _meet, rendezvous
+    from hcg.torch import _meet, _places, rendezvous
 
     task = TaskEnv(hcg.Layout("tp=%d" % world, world), rank)
     if rank == 1:
@@ -687,7 +687,8 @@ def check_init_meet_fails(rank: int, world: int, _arg: str) -> dict:
     t = datetime.timedelta(seconds=60)
     return _how_it_failed(
         lambda: rendezvous._default_group(dist, task, "gloo", t, None, STORE[0],
-                                          "127.0.0.1", 0, [], time.monotonic() + 60))
+                                          _places.Place("127.0.0.1", 0, None, -1), None,
+                                          time.monotonic() + 60))
 
 
 #: Scenarios that start no default group themselves.
