@@ -430,15 +430,23 @@ class Relays:
         self.commands = bytearray()  # what the rank wrote, up to a whole line
 
     def active(self) -> bool:
-        """Whether any request may have to leave this store."""
+        """Whether any request may have to leave this store (forwarded,
+        held for its rank's word, or refused for a failed prefix)."""
         return bool(self.prefixes or self.held or self.failed)
 
     def _count(self) -> int:
+        """The prefixes this store knows, whatever became of them (bounded
+        by MAX_RELAYS together)."""
         return len(self.prefixes) + len(self.held) + len(self.local) + len(self.failed)
 
     # -- RELAY, from a member or a store below -------------------------------
 
     def register(self, conn: Any, f: List[bytes]) -> None:
+        """A RELAY request (``prefix, wait_ms, rank``): the prefix's keys
+        are relayed from this store. Known already (configured, held,
+        local): OK; failed: its reason; new: held until this store's rank
+        says where, wait_ms at most (``rank``, the one the member takes for
+        this store's host, is named when it does not). Answers conn."""
         p, loop = self.proto, self.loop
         if len(f) != 3 or not f[0].endswith(b"/") or len(f[0]) > MAX_PREFIX \
                 or not f[1].isdigit() or len(f[1]) > 15 or not f[2].isdigit() \
@@ -575,6 +583,9 @@ class Relays:
             loop._guard(self._again, conn, tag, op, f)
 
     def _again(self, conn: Any, tag: Optional[bytes], op: int, f: List[bytes]) -> None:
+        """Handles a held request as if it had just come (its tag restored
+        for the answer); an untagged one answered at once frees what its
+        connection sent after it."""
         loop = self.loop
         loop.tag = tag
         try:
@@ -712,6 +723,8 @@ class Relays:
         return wake
 
     def retry(self, now: float) -> None:
+        """Connects links whose pause ended, drops those that took too
+        long, and fails the held prefixes whose wait ended."""
         for link in list(self.links.values()):
             if link.state != "ready" and now >= link.started + CONNECT_S:
                 self._drop(link, "it did not take the link within %g s" % CONNECT_S)
