@@ -62,6 +62,55 @@ all_ok() {
   fi
 }
 
+@test "no secret on the wire: 8 tasks through relays, every TCP byte of every task and store traced" {
+  need_pmix # the secrets and the relays are PMIx's
+  command -v strace > /dev/null || skip "no strace"
+  rm -f "$OUT"/out.* "$OUT"/err.* "$OUT"/trace.* "$OUT"/secret.*
+  rendezvous
+  # HCG_FANIN=8: slices of 2, so the default group and every group of 3 or
+  # more meet through relays up to 3 hops. strace follows each task and its
+  # store's process and writes every byte they send, in hex; only what
+  # goes over TCP is searched, but for each task's connection to its
+  # node's PMIx server (Slurm's, on loopback here), which carries its
+  # publication: PMIx's channel, as a head's pipe to its store is its own.
+  # shellcheck disable=SC2016 # expanded by the task's shell
+  HCG_FANIN=8 HCGTEST_SECRET_DIR=$OUT run timeout -k 5 300 srun -n 8 --overcommit \
+    "${RDV[@]}" --hcg-layout="$MOE" --output="$OUT/out.%t" --error="$OUT/err.%t" \
+    /bin/bash -c 'exec strace -f -qq -yy -xx -s 1048576 -e trace=sendto,sendmsg,write,writev \
+      -o "$0/trace.$SLURM_PROCID" "$1" -B "$2"' "$OUT" "$PY" "$SCRIPTS/check_groups.py"
+  [ "$status" -eq 0 ] || { show; false; }
+  all_ok 8
+  [ "$(find "$OUT" -name 'secret.*' | wc -l)" -eq 8 ] || { show; false; }
+  run "$PY" - "$OUT" <<'EOF'
+import glob, os, re, sys
+out = sys.argv[1]
+secrets = [open(f).read().strip() for f in glob.glob(os.path.join(out, "secret.*"))]
+pmix = set()
+for name in glob.glob(os.path.join(out, "pmix.*")):
+    pmix |= set(re.findall(r"tcp4?://([^;,\s]*:\d+)", open(name).read()))
+tcp = []
+for name in glob.glob(os.path.join(out, "trace.*")):
+    with open(name) as f:
+        for line in f:
+            # strace -yy: "sendto(5<TCP:[HOST:PORT->HOST:PORT]>, ..."
+            m = re.search(r"<TCP[^\[]*\[([^\]]*)\]>", line)
+            if m and m.group(1).split("->")[-1] not in pmix:
+                tcp.append(line)
+text = "".join(tcp)
+found = 0
+for hexed in secrets:
+    raw = bytes.fromhex(hexed)
+    for form in (raw, hexed.encode(), hexed.upper().encode()):
+        found += text.count("".join("\\x%02x" % b for b in form))
+print("%d secrets, %d sends over TCP (%d bytes traced), found %d times"
+      % (len(secrets), len(tcp), len(text) // 4, found))
+print("PMIx servers left out: %s" % " ".join(sorted(pmix)))
+sys.exit(1 if found or len(secrets) != 8 or len(tcp) < 100 or not pmix else 0)
+EOF
+  sed "s/^/# /" <<<"$output" >&3
+  [ "$status" -eq 0 ] || { show; false; }
+}
+
 @test "two steps at once on one node: no port collision" {
   need_pmix # the free port rank 0 picks goes through PMIx
   local a=$BATS_TEST_TMPDIR/a b=$BATS_TEST_TMPDIR/b
