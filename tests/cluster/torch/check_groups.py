@@ -4,8 +4,8 @@ the layout (size, group rank, members, all-reduce of global ranks).
 
     srun --mpi=pmix --hcg-layout=... python3 check_groups.py [BACKEND]
 
-Prints one line: "ok RANK fields=F groups=G store=HOST:PORT" (rank 0's
-store, where the default group met) or "bad RANK: what" (and exits 1);
+Prints one line: "ok RANK fields=F groups=G store=HOST:PORT" (the store
+where it met the default group: rank 0's, or its slice head's) or "bad RANK: what" (and exits 1);
 under PMIx, where every rank has a store of its own, then "served RANK
 proven=P requests=Q": what this rank's store served. With
 HCGTEST_SECRET_DIR set, writes its store's secret (hex) to secret.RANK
@@ -62,8 +62,10 @@ def main() -> int:
     if bad or t.item():
         print("bad %d: %s (job total %d)" % (rank, ", ".join(bad), t.item()))
         return 1
-    zero = STATE.places.rank(0, "the default group")
-    print("ok %d fields=%d groups=%d store=%s" % (rank, fields, groups, zero.address))
+    # The store it met the default group at: rank 0's, or its slice head's
+    # (reading rank 0's publication on every rank is what init() avoids).
+    met = STATE.places.route(range(task.world_size), rank, "the default group").first
+    print("ok %d fields=%d groups=%d store=%s" % (rank, fields, groups, met.address))
     own = STATE.places.rank(rank, "this rank's")
     where = os.environ.get("HCGTEST_SECRET_DIR")
     if where and own.secret is not None:
