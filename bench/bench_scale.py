@@ -37,12 +37,25 @@ What is the real code and what is a model:
   handshake), K members meeting as one group does, at the leader's store
   alone and through relays;
 - the time to form: a model from those rates, the busiest store's
-  handshakes and requests (stores serve in parallel, each one process).
+  handshakes and requests (stores serve in parallel, each one process);
+- PMIx reads: which publications each process reads, the real code
+  (hcg.torch._places.reads: the store it connects to, and a head's next
+  one up), for every rank and group; the busiest publication's readers;
+- gloo connections: the busiest process's peers over the groups Megatron
+  keeps on gloo (GLOO_FIELDS), a full mesh each;
+- the time end to end: a sum of terms, each MEASURED here, COUNTED by the
+  code or ASSUMED with its source (the constants below, printed with the
+  table), beside torch's own way (one TCPStore).
+
+For scripts, one line per world size:
+    scale: world=N store_connections=C publication_reads=R gloo_connections=G time_s=T
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import math
 import multiprocessing as mp
 import os
 import resource
@@ -60,6 +73,41 @@ MEET = 3  # requests per member of a meeting at hcg's store (_meet.meet)
 NCCL = 1  # the NCCL unique id: one set, or one get, per member
 PER_MEMBER = MEET + NCCL
 NOFILE = 1024
+#: The groups Megatron keeps on gloo unless --disable-gloo-process-groups
+#: (core/parallel_state.py: _DATA_PARALLEL_GROUP_GLOO,
+#: _DATA_PARALLEL_GROUP_WITH_CP_GLOO, _EXPERT_DATA_PARALLEL_GROUP_GLOO),
+#: by hcg's field names (ProcessGroupCollection's).
+GLOO_FIELDS = ("dp", "dp_cp", "expt_dp")
+#: Round trips of one group's meeting and id for a member: the check-in
+#: (one MADD), the wait for the decision, reading it, the NCCL id.
+ROUNDS = 4
+#: torch's scalable NCCL init: one unique id per this many ranks
+#: (TORCH_NCCL_RANKS_PER_ROOT's default, pytorch#191983); every member
+#: reads them all from the store.
+RANKS_PER_ROOT = 128
+#: Ranks per node (doc/scaling.md's R).
+PER_NODE = 8
+# Terms of the time model that cannot be measured on one machine. Each is
+# ASSUMED, with where its figure comes from; the bench prints them so.
+#: Slurm's PMIx fence at 128 tasks on this project's node, 32.45 ms
+#: (doc/scaling.md, bench_exchange.sh), taken per level of a tree over the
+#: nodes: log2(nodes) levels (ASSUMED: no fence of 1k+ nodes ran here).
+FENCE_LEVEL_S = 0.03245
+#: One PMIx get (direct modex) beyond the fence's: 0.89 ms measured here at
+#: 32 tasks (doc/scaling.md, t_get); a publisher's PMIx server answers its
+#: readers one after another (ASSUMED: that rate holds on a real node).
+T_GET_S = 0.00089
+#: A network round trip per relay hop, beyond the stores' own time
+#: (measured below on loopback): ASSUMED 0.1 ms (a datacenter TCP round
+#: trip; one machine here has no network).
+RTT_S = 0.0001
+#: NCCL's own bootstrap of the world communicator: about 265 s at 96k GPUs
+#: (arXiv 2510.20171), ASSUMED linear in the ranks (its ring allgather);
+#: the same whichever store the ids came through.
+NCCL_96K_S = 265.0
+#: torch's way: one libuv TCPStore, 96K ranks connect in about 100 s
+#: (PyTorch's "Introduction to Libuv TCPStore Backend"), ASSUMED linear.
+TCPSTORE_96K_S = 100.0
 
 
 def every_group(L, world: int) -> Iterator[Tuple[str, List[int]]]:
@@ -77,7 +125,8 @@ def every_group(L, world: int) -> Iterator[Tuple[str, List[int]]]:
 
 
 class Load:
-    """What each store serves: connections and requests, per host rank."""
+    """What each store serves: connections and requests, per host rank;
+    and what each process reads and waits for (see Job)."""
 
     def __init__(self) -> None:
         self.pairs: Dict[Tuple[int, int], int] = defaultdict(int)  # (client, host) -> groups
@@ -100,23 +149,70 @@ class Load:
         return host, conns[host], self.requests[host]
 
 
-def loads(world: int, fanin: int, per_link: float) -> Dict[str, Load]:
+class Job:
+    """What the processes of one job do beyond the stores (the relays way):
+    the PMIx publications each reads (hcg.torch._places.reads, the real
+    code), its gloo connections, and per rank the relay hops and id reads
+    of its groups, for the time model."""
+
+    def __init__(self, world: int) -> None:
+        self.world = world
+        self.read: Set[int] = set()  # reader * world + publication, once each
+        self.gloo: Dict[int, int] = defaultdict(int)  # rank -> gloo peers
+        self.groups: Dict[int, int] = defaultdict(int)  # rank -> its groups
+        self.hops: Dict[int, int] = defaultdict(int)  # rank -> sum of route lengths
+        self.ids: Dict[int, int] = defaultdict(int)  # rank -> id reads x route length
+        self.roots: Dict[int, int] = defaultdict(int)  # rank -> id reads
+        self.depth = 1  # the longest route
+
+    def busiest_publication(self) -> Tuple[int, int]:
+        """(rank, readers) of the publication the most processes read."""
+        count: Dict[int, int] = defaultdict(int)
+        for pair in self.read:
+            count[pair % self.world] += 1
+        rank = max(count, key=lambda r: (count[r], -r))
+        return rank, count[rank]
+
+    def most_reads(self) -> int:
+        """The most publications one process reads."""
+        count: Dict[int, int] = defaultdict(int)
+        for pair in self.read:
+            count[pair // self.world] += 1
+        return max(count.values())
+
+
+def loads(world: int, fanin: int, per_link: float) -> Tuple[Dict[str, Load], Job]:
     import hcg
     from hcg.torch import _places
 
     L = hcg.Layout(GRID, world)
     out = {"central": Load(), "leaders": Load(), "relays": Load()}
     relays = out["relays"]
-    for _, members in every_group(L, world):
+    job = Job(world)
+    gloo = {g.key for grid in L.grids for field, g in
+            L.collection(grid.name, grid.ranks[0]).items()
+            if field in GLOO_FIELDS and g is not None}
+    for key, members in every_group(L, world):
         lead = members[0]
         for m in members:
             out["central"].meet(m, 0, PER_MEMBER)
             out["leaders"].meet(m, lead, PER_MEMBER)
+        if key in gloo:
+            for m in members:
+                job.gloo[m] += len(members) - 1
         size = _places.group_slice(len(members), fanin)
+        roots = -(-len(members) // RANKS_PER_ROOT)
         behind: Set[int] = set()  # heads
         ups: Dict[int, int] = {}
         for i, m in enumerate(members):
             route = _places.path(members, m, size, i)
+            for r in _places.reads(members, m, size, i):
+                job.read.add(m * world + r)
+            job.groups[m] += 1
+            job.hops[m] += len(route)
+            job.ids[m] += roots * len(route)
+            job.roots[m] += roots
+            job.depth = max(job.depth, len(route))
             relays.meet(m, route[0], PER_MEMBER)
             if len(route) > 1:
                 behind.add(route[0])
@@ -129,12 +225,12 @@ def loads(world: int, fanin: int, per_link: float) -> Dict[str, Load]:
             # measured it.
             relays.requests[ups[head]] += int(round(per_link))
     L.close()
-    return out
+    return out, job
 
 
 # -- the sample: the real server, real proven connections -----------------
 
-Route = Tuple[int, bytes, List[bytes]]  # port, secret, RELAY's chain fields
+Route = Tuple[int, bytes, int]  # port, secret, rank of the head (-1: not relayed)
 
 
 def _worker(routes: Dict[int, Route], k: int, timeout: float, go, out) -> None:
@@ -169,16 +265,16 @@ def _worker(routes: Dict[int, Route], k: int, timeout: float, go, out) -> None:
     start = time.monotonic()
     try:
         for i in mine:
-            port, secret, chain = routes[i]
+            port, secret, _ = routes[i]
             socks[i] = store._connect("127.0.0.1", port, secret, timeout)
             socks[i].settimeout(timeout)
         handshakes = time.monotonic() - start
         sent += len(mine) * proto.PROOF
         received += len(mine) * (len(proto.HELLO) + proto.NONCE + proto.MAC)
         ms = b"%d" % int(timeout * 1000)
-        relayed = [i for i in mine if routes[i][2]]
-        for i in relayed:
-            send(i, proto.RELAY, [prefix] + routes[i][2])
+        relayed = [i for i in mine if routes[i][2] >= 0]
+        for i in relayed:  # the prefix alone: the head's rank said where
+            send(i, proto.RELAY, [prefix, ms, b"%d" % routes[i][2]])
         for i in relayed:
             if answer(i)[0] != proto.OK:
                 raise RuntimeError("RELAY refused")
@@ -225,11 +321,15 @@ def sample(k: int, timeout: float, fanin: int, relayed: bool,
         secret = os.urandom(16)
         servers[host] = (store.Server("127.0.0.1", secret), secret)
 
-    def hop(r: int) -> List[bytes]:
-        return [b"127.0.0.1", b"%d" % servers[r][0].port, servers[r][1]]
-
-    routes = {i: (servers[p[0]][0].port, servers[p[0]][1],
-                  [x for r in p[1:] for x in hop(r)]) for i, p in paths.items()}
+    for i, p in paths.items():
+        if p[0] == i and len(p) > 1:
+            # A head's rank tells its own store where the keys go next
+            # (its pipe), as hcg.torch.store.relay_route does.
+            up = servers[p[1]]
+            servers[i][0].relay("hcg/bench/0/0//", "127.0.0.1", up[0].port, up[1], p[1],
+                                len(p) > 2, datetime.timedelta(seconds=timeout))
+    routes = {i: (servers[p[0]][0].port, servers[p[0]][1], p[0] if len(p) > 1 else -1)
+              for i, p in paths.items()}
     ctx = mp.get_context("fork")
     go = ctx.Barrier(workers + 1)
     out = ctx.Queue()
@@ -259,6 +359,79 @@ def sample(k: int, timeout: float, fanin: int, relayed: bool,
             "bytes": sum(r[3] + r[4] for r in results),
             "why": failed[0][2] if failed else "",
             "connected": sum(r[1] for r in failed) if failed else k}
+
+
+def latency(n: int = 400) -> Tuple[float, float]:
+    """Seconds one request takes at a store, and what one relay hop adds
+    (a head's store forwarding to the leader's, told by its rank through
+    its pipe): measured on loopback, one connection, one request at a
+    time."""
+    from hcg.torch import _store_server as proto
+    from hcg.torch import store
+
+    secrets = os.urandom(16), os.urandom(16)
+    lead = store.Server("127.0.0.1", secrets[0])
+    head = store.Server("127.0.0.1", secrets[1])
+    try:
+        head.relay("hcg/lat/", "127.0.0.1", lead.port, secrets[0], 1, False,
+                   datetime.timedelta(seconds=30))
+        out = []
+        for port, secret, relayed in ((lead.port, secrets[0], False),
+                                      (head.port, secrets[1], True)):
+            sock = store._connect("127.0.0.1", port, secret, 30)
+            sock.settimeout(30)
+
+            def call(op: int, fields: List[bytes]) -> Tuple[int, List[bytes]]:
+                sock.sendall(proto.frame(op, fields))
+                (k,) = struct.unpack(">I", store._recv_exact(sock, 4))
+                return proto.fields(store._recv_exact(sock, k))
+
+            if relayed:
+                call(proto.RELAY, [b"hcg/lat/", b"30000", b"1"])
+            call(proto.SET, [b"hcg/lat/k", b"v"])  # the link opens
+            start = time.perf_counter()
+            for _ in range(n):
+                call(proto.GET, [b"1000", b"hcg/lat/k"])
+            out.append((time.perf_counter() - start) / n)
+            sock.close()
+        return out[0], max(0.0, out[1] - out[0])
+    finally:
+        lead.close()
+        head.close()
+
+
+def end_to_end(world: int, ways: Dict[str, Load], job: Job, rate: float, shake: float,
+               t_req: float, t_hop: float) -> Dict[str, float]:
+    """The time model's terms for one world size (seconds); see main()'s
+    legend for what each is and whether it is measured or assumed."""
+    def service(load: Load) -> float:
+        _, conns, reqs = load.busiest()
+        return conns / shake + reqs / rate
+
+    one = t_req + RTT_S  # one request at one store, over the network
+    # The rank whose groups take longest: its routes' hops and id reads.
+    rank = max(job.hops, key=lambda r: ROUNDS * job.hops[r] + job.ids[r])
+    groups, hops, ids = job.groups[rank], job.hops[rank], job.ids[rank]
+    through = ROUNDS * (hops * one + (hops - groups) * t_hop)  # its meetings
+    gather = ids * (one + t_hop)  # torch's id reads, through the same routes
+    _, readers = job.busiest_publication()
+    nodes = max(2, world // PER_NODE)
+    t = {
+        "fence": FENCE_LEVEL_S * math.log2(nodes),
+        "reads": max(job.most_reads(), readers) * T_GET_S,
+        "store": service(ways["relays"]),
+        "groups": through / THREADS,  # THREADS groups at once
+        "ids": gather / THREADS,
+        "nccl": NCCL_96K_S * world / 96000.0,
+        # torch's way: one store for the job, its groups one after another
+        "t_connect": TCPSTORE_96K_S * world / 96000.0,
+        # its requests only: its connections are t_connect's
+        "t_store": ways["central"].busiest()[2] / rate,
+        "t_groups": (ROUNDS * groups + job.roots[rank]) * one,
+    }
+    t["hcg"] = sum(t[k] for k in ("fence", "reads", "store", "groups", "ids", "nccl"))
+    t["torch"] = t["t_connect"] + t["t_store"] + t["t_groups"] + t["nccl"]
+    return t
 
 
 def main() -> int:
@@ -310,8 +483,13 @@ def main() -> int:
     print("%7s  %-8s %7s %11s %10s %9s %9s  %-5s %s" % (
         "ranks", "way", "store@", "connections", "requests", "MB", "time s", "<= F",
         "forms under ulimit -n %d" % NOFILE))
+    t_req, t_hop = latency()
+    rows = []
     for world in args.worlds:
-        for way, load in loads(world, args.fanin, per_link).items():
+        ways, job = loads(world, args.fanin, per_link)
+        rows.append((world, ways, job, end_to_end(world, ways, job, rate, shake, t_req,
+                                                  t_hop)))
+        for way, load in ways.items():
             host, conns, reqs = load.busiest()
             t = conns / shake + reqs / rate
             fits = "yes" if conns <= NOFILE - 16 else "NO (%d connections)" % conns
@@ -324,6 +502,58 @@ def main() -> int:
     print("per member per group: %d requests (%d of hcg's meeting, %d for the NCCL id); "
           "a head's link asks upstream what the sample measured (adds batched, waits shared)"
           % (PER_MEMBER, MEET, NCCL))
+
+    print()
+    print("== PMIx reads and gloo (relays, the real routing code: hcg.torch._places.reads)")
+    print("%7s %12s %9s %11s %10s" % ("ranks", "publication", "readers", "most reads",
+                                      "gloo conns"))
+    for world, ways, job, _ in rows:
+        pub, readers = job.busiest_publication()
+        print("%7d %12d %9d %11d %10d" % (world, pub, readers, job.most_reads(),
+                                          max(job.gloo.values())))
+    print("readers: the processes that read that rank's publication (its store's "
+          "address and secret), rank 0's included; most reads: by one process; gloo "
+          "conns: the busiest process's peers over Megatron's gloo groups (%s: "
+          "sum of size - 1), kept unless --disable-gloo-process-groups"
+          % ", ".join(GLOO_FIELDS))
+
+    print()
+    print("== end to end, seconds (a sum: the terms overlap in part, so a bound)")
+    print("%7s | %6s %6s %6s %6s %6s %7s %8s | %8s %7s %7s %8s" % (
+        "ranks", "fence", "reads", "store", "groups", "ids", "nccl", "hcg", "connect",
+        "store", "groups", "torch"))
+    for world, _, _, t in rows:
+        print("%7d | %6.2f %6.2f %6.2f %6.2f %6.2f %7.1f %8.1f | %8.1f %7.2f %7.2f %8.1f" % (
+            world, t["fence"], t["reads"], t["store"], t["groups"], t["ids"], t["nccl"],
+            t["hcg"], t["t_connect"], t["t_store"], t["t_groups"], t["torch"]))
+    print("""terms (MEASURED here, COUNTED by the real code, ASSUMED with the source):
+  fence    ASSUMED %.2f ms a level of a tree over the nodes (%d ranks a node), log2(nodes)
+           levels: doc/scaling.md's 128-task fence on this node (bench_exchange.sh)
+  reads    COUNTED publications read (the most by one process, or by the busiest
+           publication's readers, served one after another) x t_get %.2f ms MEASURED
+           here at 32 tasks (doc/scaling.md), ASSUMED to hold on a real node
+  store    the busiest store's connections and requests (COUNTED) at the rates the
+           sample MEASURED above (%.0f handshakes/s, %.0f requests/s)
+  groups   the slowest rank's meetings: %d round trips a group through its route's
+           hops (COUNTED), each %.3f ms at a store and %.3f ms more a relay hop
+           (MEASURED here on loopback) plus %.2f ms of network (ASSUMED), %d groups at once
+  ids      torch's id gather for NCCL's scalable init: ceil(S/%d) ids read by every
+           member (torch's TORCH_NCCL_RANKS_PER_ROOT default), through the same routes
+  nccl     NCCL's own bootstrap: ASSUMED %.0f s at 96k GPUs (arXiv 2510.20171), linear
+  torch's way: one libuv TCPStore, connect ASSUMED %.0f s at 96K ranks (PyTorch's
+           "Introduction to Libuv TCPStore Backend"), linear; its store: the central
+           way's requests at the rate MEASURED for hcg's store (ASSUMED for torch's
+           store, C++, not measured here: it may serve faster); its groups one after
+           another (new_group), each at that one store; the same NCCL bootstrap"""
+          % (FENCE_LEVEL_S * 1000, PER_NODE, T_GET_S * 1000, shake, rate, ROUNDS,
+             t_req * 1000, t_hop * 1000, RTT_S * 1000, THREADS, RANKS_PER_ROOT,
+             NCCL_96K_S, TCPSTORE_96K_S))
+    print()
+    for world, ways, job, t in rows:
+        _, conns, _ = ways["relays"].busiest()
+        print("scale: world=%d store_connections=%d publication_reads=%d "
+              "gloo_connections=%d time_s=%.1f" % (world, conns, job.busiest_publication()[1],
+                                                    max(job.gloo.values()), t["hcg"]))
     return 0
 
 

@@ -62,6 +62,55 @@ all_ok() {
   fi
 }
 
+@test "no secret on the wire: 8 tasks through relays, every TCP byte of every task and store traced" {
+  need_pmix # the secrets and the relays are PMIx's
+  command -v strace > /dev/null || skip "no strace"
+  rm -f "$OUT"/out.* "$OUT"/err.* "$OUT"/trace.* "$OUT"/secret.*
+  rendezvous
+  # HCG_FANIN=8: slices of 2, so the default group and every group of 3 or
+  # more meet through relays up to 3 hops. strace follows each task and its
+  # store's process and writes every byte they send, in hex; only what
+  # goes over TCP is searched, but for each task's connection to its
+  # node's PMIx server (Slurm's, on loopback here), which carries its
+  # publication: PMIx's channel, as a head's pipe to its store is its own.
+  # shellcheck disable=SC2016 # expanded by the task's shell
+  HCG_FANIN=8 HCGTEST_SECRET_DIR=$OUT run timeout -k 5 300 srun -n 8 --overcommit \
+    "${RDV[@]}" --hcg-layout="$MOE" --output="$OUT/out.%t" --error="$OUT/err.%t" \
+    /bin/bash -c 'exec strace -f -qq -yy -xx -s 1048576 -e trace=sendto,sendmsg,write,writev \
+      -o "$0/trace.$SLURM_PROCID" "$1" -B "$2"' "$OUT" "$PY" "$SCRIPTS/check_groups.py"
+  [ "$status" -eq 0 ] || { show; false; }
+  all_ok 8
+  [ "$(find "$OUT" -name 'secret.*' | wc -l)" -eq 8 ] || { show; false; }
+  run "$PY" - "$OUT" <<'EOF'
+import glob, os, re, sys
+out = sys.argv[1]
+secrets = [open(f).read().strip() for f in glob.glob(os.path.join(out, "secret.*"))]
+pmix = set()
+for name in glob.glob(os.path.join(out, "pmix.*")):
+    pmix |= set(re.findall(r"tcp4?://([^;,\s]*:\d+)", open(name).read()))
+tcp = []
+for name in glob.glob(os.path.join(out, "trace.*")):
+    with open(name) as f:
+        for line in f:
+            # strace -yy: "sendto(5<TCP:[HOST:PORT->HOST:PORT]>, ..."
+            m = re.search(r"<TCP[^\[]*\[([^\]]*)\]>", line)
+            if m and m.group(1).split("->")[-1] not in pmix:
+                tcp.append(line)
+text = "".join(tcp)
+found = 0
+for hexed in secrets:
+    raw = bytes.fromhex(hexed)
+    for form in (raw, hexed.encode(), hexed.upper().encode()):
+        found += text.count("".join("\\x%02x" % b for b in form))
+print("%d secrets, %d sends over TCP (%d bytes traced), found %d times"
+      % (len(secrets), len(tcp), len(text) // 4, found))
+print("PMIx servers left out: %s" % " ".join(sorted(pmix)))
+sys.exit(1 if found or len(secrets) != 8 or len(tcp) < 100 or not pmix else 0)
+EOF
+  sed "s/^/# /" <<<"$output" >&3
+  [ "$status" -eq 0 ] || { show; false; }
+}
+
 @test "two steps at once on one node: no port collision" {
   need_pmix # the free port rank 0 picks goes through PMIx
   local a=$BATS_TEST_TMPDIR/a b=$BATS_TEST_TMPDIR/b
@@ -97,34 +146,37 @@ after_below() {
   cat "${@:1:$#-1}" | awk -v l="$limit" '$1 == "after" && $2 >= l { bad = 1 } END { exit bad }'
 }
 
-# one_rank_fails R: rank R's RANK disagrees with the layout, so it fails in
-# init() before the others could know; they must name it at once.
+# one_rank_fails R [D...]: rank R's RANK disagrees with the layout, so it
+# fails in init() before the others could know; they must name it at once.
+# Ranks D (rank 0's when R is 0) read its failure in its publication (R is
+# the head of their slice); the others at the store they meet at. NTASKS:
+# the job's tasks (default 4).
 one_rank_fails() {
-  local bad=$1 r
+  local bad=$1 r n=${NTASKS:-4}
   rendezvous
   rm -f "$OUT"/out.* "$OUT"/err.*
   # shellcheck disable=SC2016 # expanded by the task's shell
-  run timeout -k 5 150 srun -n 4 --overcommit "${RDV[@]}" --hcg-layout='tp=2,dp=*' \
+  run timeout -k 5 150 srun -n "$n" --overcommit "${RDV[@]}" --hcg-layout='tp=2,dp=*' \
     --output="$OUT/out.%t" --error="$OUT/err.%t" /bin/bash -c \
     'if [ "$SLURM_PROCID" = "$2" ]; then export RANK=7; fi; exec "$0" -B "$1" init' \
     "$PY" "$SCRIPTS/faults.py" "$bad"
   [ "$status" -eq 0 ] || { show; return 1; }
   grep -q "error EMISMATCH: RANK=7 but the hcg layout says $bad" "$OUT/out.$bad" || { show; return 1; }
   local others=()
-  for r in 0 1 2 3; do
+  for ((r = 0; r < n; r++)); do
     [ "$r" = "$bad" ] && continue
     others+=("$OUT/out.$r")
-    if [ "$bad" = 0 ]; then
-      # Rank 0 broadcast its failure instead of the store's address.
-      grep -q "error EMISMATCH: hcg.torch.init: rank 0 failed before it published the address of its store: EMISMATCH: RANK=7" "$OUT/out.$r" || { show; return 1; }
+    if [ "$bad" = 0 ] || [[ " ${*:2} " == *" $r "* ]]; then
+      # Its publication says its failure instead of its store's address.
+      grep -q "error EMISMATCH: hcg.torch.init: rank $bad failed before it published the address of its store: EMISMATCH: RANK=7" "$OUT/out.$r" || { show; return 1; }
     else
-      grep -q "error EMISMATCH: the default process group (4 ranks, store .*) cannot form: rank $bad failed: EMISMATCH: RANK=7" "$OUT/out.$r" || { show; return 1; }
+      grep -q "error EMISMATCH: the default process group ($n ranks, store .*) cannot form: rank $bad failed: EMISMATCH: RANK=7" "$OUT/out.$r" || { show; return 1; }
     fi
     grep -q "^peer $bad\$" "$OUT/out.$r" || { show; return 1; }
   done
   echo "# rank $bad failed after $(grep '^after' "$OUT/out.$bad" | cut -d' ' -f2) s; the others after: $(cat "${others[@]}" | grep '^after' | cut -d' ' -f2 | tr '\n' ' ')s (timeout 60 s)" >&3
   # At once: well inside init's 60 s timeout, counted from the last start.
-  ended_soon "$OUT"/out.[0123] 30 || { show; return 1; }
+  ended_soon "$OUT"/out.* 30 || { show; return 1; }
   if cat "$OUT"/err.* | grep -q Traceback; then show; return 1; fi
 }
 
@@ -135,8 +187,18 @@ one_rank_fails() {
 
 @test "another rank fails in init (its RANK disagrees): the others name it at once" {
   # HCG_FANIN=8: 2 members a store, so rank 3 would meet through rank 2's
-  # store, which never opened; it meets at rank 0's instead, and hears why.
-  HCG_FANIN=8 one_rank_fails 2
+  # store, which never opened: it reads why in rank 2's publication (its
+  # only read); rank 2 reports at rank 0's store, where 0 and 1 read it.
+  HCG_FANIN=8 one_rank_fails 2 3
+}
+
+@test "a slice head fails in init, 8 tasks through relays: every rank names it at once" {
+  need_pmix # the relays are PMIx's: MASTER_ADDR has one store
+  # HCG_FANIN=8: slices of 2, 3 levels (rank 7 meets through 6 and 4 to 0).
+  # Rank 4 never opens its store: 5 reads why in its publication; 6, whose
+  # next store up it was, too, and its store becomes 7's meeting, where 6
+  # reports it; 4 reports at rank 0's store, where 0 to 3 read it.
+  HCG_FANIN=8 NTASKS=8 one_rank_fails 4 5 6
 }
 
 @test "rank 0 cannot open its store: the others name it and its reason" {

@@ -169,12 +169,14 @@ def _free_port() -> int:
 
 def run_job(scenario: str, world: int, arg: str = "",
             limit: int = 180, job_store: bool = False,
-            places: bool = False, fanin: int = 0) -> List[Dict]:
+            places: bool = False, fanin: int = 0, wire: str = "") -> List[Dict]:
     """Runs a scenario on `world` local ranks (tests/ranks.py); their
     results, by rank. ``job_store``: on hcg's job store (a random secret)
     instead of a TCPStore; ``places``: also every rank a store of its own,
     where the groups it leads meet (as under PMIx); ``fanin``: HCG_FANIN
-    (groups of more than fanin / 4 members meet through relays)."""
+    (groups of more than fanin / 4 members meet through relays); ``wire``:
+    a directory where each rank records every byte to and from its store
+    (HCG_TEST_WIRE: a proxy whose address it publishes)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     port = _free_port()
     env = dict(os.environ)
@@ -183,6 +185,9 @@ def run_job(scenario: str, world: int, arg: str = "",
     env.pop("HCG_TEST_JOB_STORE", None)
     env.pop("HCG_TEST_PLACES", None)
     env.pop("HCG_FANIN", None)
+    env.pop("HCG_TEST_WIRE", None)
+    if wire:
+        env["HCG_TEST_WIRE"] = wire
     if fanin:
         env["HCG_FANIN"] = str(fanin)
     # A group that never forms fails with hcg's error, naming it and the

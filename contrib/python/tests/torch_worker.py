@@ -91,11 +91,65 @@ def check_places_load(rank: int, world: int, layout: str) -> dict:
     from hcg.torch._base import STATE
 
     out = check_collections(rank, world, layout)
+    out["read"] = STATE.places.read  # the publications it read
     place = STATE.places.rank(rank, "stats")
     stats = jobstore.stats(place.host, place.port, place.secret, rank)
     out["proven"], out["requests"] = stats["proven"], stats["requests"]
     out["forwarded"] = stats["forwarded"]
     return out
+
+
+class Recorder:
+    """Every byte that passes between the job's processes and one store,
+    both ways, appended to a file: a proxy on a port of its own, whose
+    address the rank publishes instead of its store's (HCG_TEST_WIRE), so
+    that members and other stores' links all go through it."""
+
+    def __init__(self, port: int, path: str) -> None:
+        import socket
+        import threading
+
+        self.target = port
+        self.out = open(path, "ab")
+        self.lock = threading.Lock()
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(256)
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                inside, _ = self.listener.accept()
+                outside = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                continue
+            for a, b in ((inside, outside), (outside, inside)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, src, dst) -> None:
+        import socket
+
+        try:
+            while True:
+                data = src.recv(1 << 16)
+                if not data:
+                    break
+                with self.lock:
+                    self.out.write(data)
+                    self.out.flush()
+                dst.sendall(data)
+        except OSError:
+            pass
+        for sock in (src, dst):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def check_collections_per_key(rank: int, world: int, layout: str) -> dict:
@@ -627,7 +681,7 @@ def check_init_meet_fails(rank: int, world: int, _arg: str) -> dict:
     import time
     import torch.distributed as dist
     from hcg.env import TaskEnv
-    from hcg.torch import _meet, rendezvous
+    from hcg.torch import _meet, _places, rendezvous
 
     task = TaskEnv(hcg.Layout("tp=%d" % world, world), rank)
     if rank == 1:
@@ -635,7 +689,8 @@ def check_init_meet_fails(rank: int, world: int, _arg: str) -> dict:
     t = datetime.timedelta(seconds=60)
     return _how_it_failed(
         lambda: rendezvous._default_group(dist, task, "gloo", t, None, STORE[0],
-                                          "127.0.0.1", 0, [], time.monotonic() + 60))
+                                          _places.Place("127.0.0.1", 0, None, -1), None,
+                                          time.monotonic() + 60))
 
 
 #: Scenarios that start no default group themselves.
@@ -689,8 +744,16 @@ def main() -> int:
                     STATE.store_server = jobstore.Server("127.0.0.1", own)
                 else:
                     own = key
+                listen = STATE.store_server.port
+                wire = os.environ.get("HCG_TEST_WIRE")
+                if wire:
+                    recorder = Recorder(listen, os.path.join(wire, "%d.wire" % rank))
+                    listen = recorder.port
+                    # For the test to look for in what was recorded (it
+                    # comes back on standard output, not on the wire).
+                    SECRETS.append(own.hex())
                 store.set("hcg_test_place/%d" % rank,
-                          _places.encode(own, "127.0.0.1", STATE.store_server.port))
+                          _places.encode(own, "127.0.0.1", listen))
                 bootstrap = store
                 places = _places.Places(
                     lambda r: bootstrap.get("hcg_test_place/%d" % r))
@@ -713,9 +776,15 @@ def main() -> int:
         print("RESULT " + json.dumps({"exception": traceback.format_exc()}), flush=True)
         _outlive_peers(_job_store(store), world)
         return 3
+    if SECRETS:
+        result["secret"] = SECRETS[0]
     print("RESULT " + json.dumps(result), flush=True)
     _outlive_peers(_job_store(store), world)
     return 0
+
+
+#: This rank's store's secret, where the test records the wire.
+SECRETS: list = []
 
 
 def _job_store(store):

@@ -4,12 +4,15 @@ the layout (size, group rank, members, all-reduce of global ranks).
 
     srun --mpi=pmix --hcg-layout=... python3 check_groups.py [BACKEND]
 
-Prints one line: "ok RANK fields=F groups=G store=HOST:PORT" (rank 0's
-store, where the default group met) or "bad RANK: what" (and exits 1);
+Prints one line: "ok RANK fields=F groups=G store=HOST:PORT" (the store
+where it met the default group: rank 0's, or its slice head's) or "bad RANK: what" (and exits 1);
 under PMIx, where every rank has a store of its own, then "served RANK
-proven=P requests=Q": what this rank's store served.
+proven=P requests=Q": what this rank's store served. With
+HCGTEST_SECRET_DIR set, writes its store's secret (hex) to secret.RANK
+there, for a test that looks for it on the wire.
 """
 
+import os
 import sys
 
 import torch
@@ -59,9 +62,21 @@ def main() -> int:
     if bad or t.item():
         print("bad %d: %s (job total %d)" % (rank, ", ".join(bad), t.item()))
         return 1
-    zero = STATE.places.rank(0, "the default group")
-    print("ok %d fields=%d groups=%d store=%s" % (rank, fields, groups, zero.address))
+    # The store it met the default group at: rank 0's, or its slice head's
+    # (reading rank 0's publication on every rank is what init() avoids).
+    met = STATE.places.route(range(task.world_size), rank, "the default group").first
+    print("ok %d fields=%d groups=%d store=%s" % (rank, fields, groups, met.address))
     own = STATE.places.rank(rank, "this rank's")
+    where = os.environ.get("HCGTEST_SECRET_DIR")
+    if where and own.secret is not None:
+        # For torch.bats's wire test to look for in what went over TCP:
+        # a file of its own, never the output the other tests search.
+        with open(os.path.join(where, "secret.%d" % rank), "w") as f:
+            f.write(own.secret.hex())
+        # Where its node's PMIx server listens: the publication goes there.
+        with open(os.path.join(where, "pmix.%d" % rank), "w") as f:
+            f.write("\n".join(v for k, v in os.environ.items()
+                              if k.startswith("PMIX_SERVER_URI")))
     if own.rank == rank and own.secret is not None:
         from hcg.torch import store as jobstore
 

@@ -137,11 +137,13 @@ def describe_exception(exc: BaseException) -> str:
     return "%s: %s" % (name, text.splitlines()[0]) if text else name
 
 
-def report(store: Store, rank: int, exc: BaseException, settle: bool = False) -> bool:
+def report(store: Store, rank: int, exc: BaseException, settle: int = 0) -> bool:
     """Tells the step's members that ``rank`` failed with ``exc``: members
     still waiting to meet raise a PeerError now. Best effort: a store that
     is gone is left alone (the others then time out naming this rank).
-    ``settle``: count this member as done with the step (see linger).
+    ``settle``: how many members to count as done with the step (see
+    linger): True (1) for this one; more where it answers for others that
+    learnt its failure elsewhere (a slice's head: its publication).
     Returns whether the store took the report."""
     message = (exc.message if isinstance(exc, HcgError)
                else describe_exception(exc))
@@ -153,7 +155,7 @@ def report(store: Store, rank: int, exc: BaseException, settle: bool = False) ->
         store.compare_set(_FAILED, "", value)
         store.add(_NFAILED, 1)
         if settle:
-            store.add(_SETTLED, 1)
+            store.add(_SETTLED, int(settle))
     except Exception:  # pylint: disable=broad-except
         return False
     return True

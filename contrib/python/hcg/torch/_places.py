@@ -25,6 +25,15 @@ a group's share of F for it, its slice's connections and the links of
 the heads below it; the leader's holds the group's keys alone, and every
 member reads and writes the same ones.
 
+The publications are read the same way (:func:`reads`): a member reads
+only the store it connects to, its slice's head's, and a head also the
+next one up its route, which its own store forwards to (the head hands
+that store's address and secret to its store's process through their
+pipe: no secret on the network). So a publication is read by its slice
+and the heads below it, at most a slice and a slice of heads per group
+its rank leads or heads a slice of, never by the whole job: not even rank
+0's (`make bench-scale` counts the busiest one).
+
 Without PMIx (MASTER_ADDR and MASTER_PORT, torch's TCPStore) or with a
 store the caller made, every group meets at that one store
 (:class:`OneStore`): the small-job path.
@@ -123,6 +132,32 @@ def path(members: Sequence[int], rank: int, size: int,
     return out
 
 
+def reads(members: Sequence[int], rank: int, size: int,
+          index: Optional[int] = None) -> List[int]:
+    """The ranks whose publications ``rank`` reads for the group of
+    ``members`` met in slices of ``size`` (see :func:`path`): the store it
+    connects to, and where it heads a slice the next store up, where its
+    own store forwards the group's keys. Never the leader's unless it is
+    one of those two."""
+    way = path(members, rank, size, index)
+    return way[:2] if way[0] == rank else way[:1]
+
+
+def subtree(count: int, index: int, size: int) -> int:
+    """How many of a group's ``count`` members, met in slices of ``size``,
+    reach the leader through the member at ``index`` (itself included):
+    the ranks whose :func:`path` holds it. 1 for a member that heads no
+    slice; ``count`` for the leader."""
+    if index == 0:
+        return count
+    block = 1  # members under one head of the level below
+    levels = count
+    while levels > size and index % (block * size) == 0:
+        block *= size
+        levels = -(-levels // size)
+    return max(1, min(block, count - index))
+
+
 class Place(NamedTuple):
     """One store: its address, its secret (None for a TCPStore) and the
     rank that hosts it (-1: the job's one store)."""
@@ -135,6 +170,31 @@ class Place(NamedTuple):
     @property
     def address(self) -> str:
         return "%s:%d" % (self.host, self.port)
+
+
+class Route(NamedTuple):
+    """How a rank meets a group (see :func:`path`): ``first``, the store it
+    connects to; ``hops``, the stores on the way to the leader's (1: first
+    is the leader's; more: first relays the group's keys, where its own
+    rank says); ``next``, where this rank heads a slice, the store its own
+    store forwards them to, else None; ``failed``, for such a head, why
+    that store's place cannot be had (its rank failed before it
+    published), next then None."""
+
+    first: Place
+    hops: int
+    next: Optional[Place] = None
+    failed: Optional[PeerError] = None
+
+    @property
+    def relayed(self) -> bool:
+        """Whether ``first`` forwards the group's keys."""
+        return self.hops > 1
+
+    @property
+    def further(self) -> bool:
+        """Whether ``next`` forwards them too (it is not the leader's)."""
+        return self.hops > 2
 
 
 def encode(secret: bytes, host: str, port: int) -> bytes:
@@ -196,12 +256,27 @@ class Places:
         """Where the group of ``members`` meets: its first member's store."""
         return self.rank(members[0], what)
 
-    def route(self, members: Sequence[int], rank: int, what: str) -> List[Place]:
-        """The stores ``rank`` meets the group of ``members`` through (see
-        :func:`path`): the first is the one it connects to, the others the
-        chain that store forwards the group's keys along."""
+    def route(self, members: Sequence[int], rank: int, what: str) -> Route:
+        """How ``rank`` meets the group of ``members`` (:class:`Route`),
+        reading only the publications :func:`reads` names. Raises as
+        :meth:`rank` when the store it connects to cannot be had; a head's
+        next store that cannot is in the route's ``failed``."""
         size = group_slice(len(members), self.fanin)
-        return [self.rank(r, what) for r in path(members, rank, size)]
+        way = path(members, rank, size)
+        first = self.rank(way[0], what)
+        if way[0] != rank or len(way) == 1:
+            return Route(first, len(way))
+        try:
+            return Route(first, len(way), self.rank(way[1], what))
+        except PeerError as exc:
+            return Route(first, len(way), None, exc)
+
+    @property
+    def read(self) -> List[int]:
+        """The ranks whose publications this process read so far (for
+        tests and benchmarks of what each publication serves)."""
+        with self._lock:
+            return sorted(set(self._known) | set(self._failed))
 
     def rank(self, rank: int, what: str) -> Place:
         """Rank ``rank``'s store. Raises as :func:`decode`, or what the
@@ -240,8 +315,8 @@ class OneStore:
         return self.place
 
     def route(self, members: Sequence[int], rank: int,  # pylint: disable=unused-argument
-              what: str) -> List[Place]:
-        return [self.place]
+              what: str) -> Route:
+        return Route(self.place, 1)
 
     def close(self) -> None:
         pass

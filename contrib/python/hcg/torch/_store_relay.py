@@ -3,22 +3,36 @@ should serve meet at its leader's store through the stores of its slices'
 heads (hcg.torch.groups, doc/scaling.md), as libhcg's relays bound what
 one process serves in its PMIx exchange.
 
-A member of such a group tells the store of its slice's head, first thing
-on its connection, ``RELAY prefix HOST PORT SECRET ...``: the stores from
-that head's parent up to the leader's (more than one where the slices'
-heads meet in slices again). From then on the store forwards every
-request on a key under the prefix to the first of them, over one link
-that the store itself opens and proves with that store's secret, and
-answers the member with what came back: the leader's store alone holds the
-group's keys, so every member reads and writes the same ones, and counters
-and compare-and-set stay exact. Waits go up tagged (``TAGGED``), so that
-none holds up another on the link, and the same wait of many members at
-once (the meeting's decision, an NCCL id) goes up once and is answered to
-all of them; members' ADDs (the meeting's counters) go up together, those
-that come while a batch is up in the next one (``MADD``), and a store
-below's batch joins this store's. So the leader's store serves its own
-slice and one link per other slice, whatever the group's size, and a link
-asks it a few times per step, not once a member.
+Where a prefix's keys go is said by the store's own rank, never by the
+network. A slice's head (a rank process, which has PMIx) reads the
+publication of the next store up its group's route itself and tells its
+own store through the pipe it started it with (:meth:`Relays.command`:
+``relay PREFIX HOST PORT SECRET RANK FURTHER TIMEOUT_MS``, the prefix and
+secret in hex): from then on the store forwards every request on a key
+under the prefix to that store, over one link that the store itself opens
+and proves with that store's secret. A member of the group tells the
+store of its slice's head, first thing on its connection, ``RELAY prefix
+WAIT_MS RANK``: only that the prefix is relayed there, how long it waits
+and the rank it takes for the store's host (for messages), no address and
+no key. A store told by a member before its rank said where holds the
+prefix's requests until it does (``local``: they are served here; ``fail``:
+they are answered with the rank's reason) or the member's wait passes,
+then answers them with an error that names that rank. A link tells the
+next store up the same way when that store relays further (FURTHER), so
+each head configures exactly one hop: its own. No secret ever crosses the
+network: a link proves itself by HMAC challenge and answer as a member
+does (doc/security.md).
+
+The leader's store alone holds the group's keys, so every member reads
+and writes the same ones, and counters and compare-and-set stay exact.
+Waits go up tagged (``TAGGED``), so that none holds up another on the
+link, and the same wait of many members at once (the meeting's decision,
+an NCCL id) goes up once and is answered to all of them; members' ADDs
+(the meeting's counters) go up together, those that come while a batch is
+up in the next one (``MADD``), and a store below's batch joins this
+store's. So the leader's store serves its own slice and one link per other
+slice, whatever the group's size, and a link asks it a few times per
+step, not once a member.
 
 Only the standard library: the server's process imports this file beside
 _store_server.py, which hands it its protocol (``proto``).
@@ -41,9 +55,9 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Set, Tuple
 MAX_RELAYS = 4096
 #: Longest prefix (hcg's are a group's name).
 MAX_PREFIX = 1024
-#: Stores a chain names at most: the tree's depth. A fan-in of 2 over
-#: 2**20 ranks is 20 deep.
-MAX_HOPS = 32
+#: Longest line the store's rank writes on its pipe (a relay command: a
+#: hex prefix, an address, a hex secret; a failure's reason in hex).
+MAX_COMMAND = 16384
 #: Links one store holds at most: one per store it forwards to.
 MAX_LINKS = 4096
 #: How long a link may take to connect and prove itself (as a client's
@@ -58,7 +72,7 @@ RETRY_MAX_S = 1.0
 #: would come too late); one that ends first is asked again for it.
 JOIN_S = 2.0
 
-Hop = Tuple[str, int, bytes]  # host, port, secret
+Hop = Tuple[str, int, bytes, int]  # host, port, secret, the rank hosting it
 
 
 class _Forward:
@@ -121,12 +135,12 @@ class Link:
         self.prefixes_up: Set[bytes] = set()  # those with a batch up
 
     def where(self) -> str:
-        return "%s:%d" % (self.hop[0], self.hop[1])
+        return "%s:%d (hosted by rank %d)" % (self.hop[0], self.hop[1], self.hop[3])
 
     # -- connecting -------------------------------------------------------
 
     def connect(self) -> None:
-        host, port, _ = self.hop
+        host, port = self.hop[0], self.hop[1]
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM)[0]
         sock = socket.socket(family, kind, proto)
@@ -203,7 +217,7 @@ class Link:
                     self.busy(time.monotonic())
                     return
                 raise ConnectionError("it refused this store's proof (not the "
-                                      "secret this member gave for it?)")
+                                      "secret its rank published?)")
             raise ConnectionError("it closed the link")
         self.inbuf += data
         if self.state == "hello":
@@ -227,7 +241,8 @@ class Link:
             del self.inbuf[:p.MAC]
             if not hmac.compare_digest(proof, p.mac(self.hop[2], b"server",
                                                     self.server_nonce, self.nonce)):
-                raise ConnectionError("it did not prove it is the store this member named")
+                raise ConnectionError("it did not prove it is the store its rank "
+                                      "published")
             self.state = "ready"
             self.pause = RETRY_FIRST_S
             self._flush()
@@ -375,78 +390,227 @@ class Link:
                 self.relays.answer(fwd, self.relays.proto.ERROR, [msg.encode()])
 
 
+class _Up:
+    """Where a prefix's requests go: the next store up (its rank's
+    ``relay`` command), whether that store relays them further, and until
+    when a link tells it to wait for its own rank's word."""
+
+    __slots__ = ("hop", "further", "deadline")
+
+    def __init__(self, hop: Hop, further: bool, deadline: float) -> None:
+        self.hop, self.further, self.deadline = hop, further, deadline
+
+
+class _Held:
+    """A prefix a member said is relayed here before this store's rank said
+    where: its requests, held until it does, and until when they wait."""
+
+    __slots__ = ("deadline", "rank", "requests")
+
+    def __init__(self, deadline: float, rank: int) -> None:
+        self.deadline, self.rank = deadline, rank
+        # (connection, tag, op, fields): what came meanwhile, in order.
+        self.requests: Deque[Tuple[Any, Optional[bytes], int, List[bytes]]] = \
+            collections.deque()
+
+
 class Relays:
     """The prefixes a store relays and its links up."""
 
     def __init__(self, loop: Any, proto: Any) -> None:
         self.loop = loop
         self.proto = proto
-        self.prefixes: Dict[bytes, Tuple[Hop, ...]] = {}
+        self.prefixes: Dict[bytes, _Up] = {}  # configured by this store's rank
+        self.held: Dict[bytes, _Held] = {}  # named by a member, not yet configured
+        self.local: Set[bytes] = set()  # served here after all (its rank said so)
+        self.failed: Dict[bytes, bytes] = {}  # prefix -> why its requests fail
         self.links: Dict[Hop, Link] = {}
         self.forwarded = 0  # members' requests forwarded
         self.upstream = 0  # requests sent up (members' waits shared)
+        self.commands = bytearray()  # what the rank wrote, up to a whole line
 
-    # -- RELAY ------------------------------------------------------------
+    def active(self) -> bool:
+        """Whether any request may have to leave this store (forwarded,
+        held for its rank's word, or refused for a failed prefix)."""
+        return bool(self.prefixes or self.held or self.failed)
+
+    def _count(self) -> int:
+        """The prefixes this store knows, whatever became of them (bounded
+        by MAX_RELAYS together)."""
+        return len(self.prefixes) + len(self.held) + len(self.local) + len(self.failed)
+
+    # -- RELAY, from a member or a store below -------------------------------
 
     def register(self, conn: Any, f: List[bytes]) -> None:
+        """A RELAY request (``prefix, wait_ms, rank``): the prefix's keys
+        are relayed from this store. Known already (configured, held,
+        local): OK; failed: its reason; new: held until this store's rank
+        says where, wait_ms at most (``rank``, the one the member takes for
+        this store's host, is named when it does not). Answers conn."""
         p, loop = self.proto, self.loop
-        why = self._check(f)
-        if why:
-            loop._answer(conn, p.ERROR, [why.encode()])
+        if len(f) != 3 or not f[0].endswith(b"/") or len(f[0]) > MAX_PREFIX \
+                or not f[1].isdigit() or len(f[1]) > 15 or not f[2].isdigit() \
+                or len(f[2]) > 10:
+            loop._answer(conn, p.ERROR, [b"a relay is a prefix ending with '/' (at most "
+                                         b"%d bytes), the wait in ms and the rank "
+                                         b"hosting this store" % MAX_PREFIX])
             return
         prefix = f[0]
-        chain = tuple((f[i].decode("ascii"), int(f[i + 1]), f[i + 2])
-                      for i in range(1, len(f), 3))
-        old = self.prefixes.get(prefix)
-        if old is not None:
-            if old == chain:
-                loop._answer(conn, p.OK, [])
-            else:
-                loop._answer(conn, p.ERROR, [b"keys under '%s' are relayed to another "
-                                             b"store already" % prefix[:200]])
+        if prefix in self.failed:
+            loop._answer(conn, p.ERROR, [self.failed[prefix]])
             return
-        for other in self.prefixes:
-            if other.startswith(prefix) or prefix.startswith(other):
-                loop._answer(conn, p.ERROR, [b"'%s' overlaps '%s', relayed already"
-                                             % (prefix[:200], other[:200])])
-                return
-        if len(self.prefixes) >= MAX_RELAYS:
-            loop._answer(conn, p.ERROR, [b"this store relays %d prefixes already, its "
-                                         b"most (MAX_RELAYS)" % len(self.prefixes)])
+        if prefix in self.prefixes or prefix in self.held or prefix in self.local:
+            loop._answer(conn, p.OK, [])
             return
-        self.prefixes[prefix] = chain
+        why = self._room(prefix)
+        if why:
+            loop._answer(conn, p.ERROR, [why])
+            return
+        wait_s = min(int(f[1]), p.MAX_WAIT_MS) / 1000.0
+        self.held[prefix] = _Held(time.monotonic() + wait_s, int(f[2]))
         loop._answer(conn, p.OK, [])
 
-    def _check(self, f: List[bytes]) -> str:
-        p = self.proto
-        if len(f) < 4 or (len(f) - 1) % 3 or len(f) > 1 + 3 * MAX_HOPS:
-            return "a relay is a prefix, then HOST PORT SECRET of each store up the " \
-                   "chain (at most %d)" % MAX_HOPS
-        prefix = f[0]
-        if not prefix.endswith(b"/") or len(prefix) > MAX_PREFIX:
-            return "a relayed prefix ends with '/' and has at most %d bytes" % MAX_PREFIX
-        for n, i in enumerate(range(1, len(f), 3)):
-            host = f[i].decode("ascii", "replace")
-            port, secret = f[i + 1], f[i + 2]
-            if not p.valid_host(host) or not port.isdigit() or len(port) > 5 \
-                    or not 0 < int(port) < 65536 or len(secret) != p.SECRET_BYTES:
-                return "store %d of the chain is not HOST PORT SECRET" % (n + 1)
-        return ""
+    def _room(self, prefix: bytes) -> bytes:
+        """Why ``prefix`` cannot be relayed here (b"" when it can)."""
+        known: List[bytes] = [*self.prefixes, *self.held, *self.local, *self.failed]
+        for other in known:
+            if other.startswith(prefix) or prefix.startswith(other):
+                return b"'%s' overlaps '%s', relayed already" % (prefix[:200], other[:200])
+        if self._count() >= MAX_RELAYS:
+            return b"this store relays %d prefixes already, its most (MAX_RELAYS)" \
+                % self._count()
+        return b""
 
-    # -- forwarding -------------------------------------------------------
+    # -- its rank's word, through the pipe -----------------------------------
+
+    def command_bytes(self, data: bytes) -> None:
+        """What the store's rank wrote on its pipe: whole lines are
+        commands (:meth:`command`); a line longer than MAX_COMMAND is
+        dropped, and said."""
+        self.commands += data
+        while True:
+            end = self.commands.find(b"\n")
+            if end < 0:
+                if len(self.commands) > MAX_COMMAND:
+                    self.commands = bytearray()
+                    raise ValueError("a command line of over %d bytes" % MAX_COMMAND)
+                return
+            line = bytes(self.commands[:end])
+            del self.commands[:end + 1]
+            self.command(line)
+
+    def command(self, line: bytes) -> None:
+        """One command of the store's rank (ValueError when it is none):
+
+        ``relay PREFIX HOST PORT SECRET RANK FURTHER TIMEOUT_MS``
+            forward the prefix's requests to the store at HOST:PORT, of
+            rank RANK, proven with SECRET; FURTHER (1 or 0): that store
+            relays them further (a link tells it so, to wait for its own
+            rank's word up to TIMEOUT_MS);
+        ``local PREFIX``
+            serve the prefix's requests here (the way up failed: the rank
+            reports why here, to its slice);
+        ``fail PREFIX REASON``
+            answer the prefix's requests with REASON.
+
+        PREFIX, SECRET and REASON in hex."""
+        p = self.proto
+        parts = line.split(b" ")
+        try:
+            prefix = bytes.fromhex(parts[1].decode("ascii"))
+        except (IndexError, ValueError, UnicodeDecodeError):
+            raise ValueError("a command without a prefix in hex") from None
+        if not prefix.endswith(b"/") or len(prefix) > MAX_PREFIX:
+            raise ValueError("a command's prefix is not one")
+        if parts[0] == b"relay" and len(parts) == 8:
+            host = parts[2].decode("ascii", "replace")
+            secret = bytes.fromhex(parts[4].decode("ascii"))
+            if not p.valid_host(host) or not parts[3].isdigit() or \
+                    not 0 < int(parts[3]) < 65536 or len(secret) != p.SECRET_BYTES or \
+                    not parts[5].isdigit() or parts[6] not in (b"0", b"1") or \
+                    not parts[7].isdigit():
+                raise ValueError("a relay command that is not HOST PORT SECRET RANK "
+                                 "FURTHER TIMEOUT_MS")
+            hop = (host, int(parts[3]), secret, int(parts[5]))
+            known = self.prefixes.get(prefix)
+            if known is not None:
+                if known.hop != hop:
+                    raise ValueError("'%s' is relayed to another store already"
+                                     % prefix[:200].decode("utf-8", "replace"))
+                return
+            self._settle(prefix)
+            wait_s = min(int(parts[7]), p.MAX_WAIT_MS) / 1000.0
+            self.prefixes[prefix] = _Up(hop, parts[6] == b"1", time.monotonic() + wait_s)
+            self._release(prefix)
+        elif parts[0] == b"local" and len(parts) == 2:
+            if prefix not in self.local:
+                self._settle(prefix)
+                self.local.add(prefix)
+                self._release(prefix)
+        elif parts[0] == b"fail" and len(parts) == 3:
+            reason = bytes.fromhex(parts[2].decode("ascii"))[:4000]
+            if prefix not in self.failed:
+                self._settle(prefix)
+                self.failed[prefix] = reason
+                self._release(prefix)
+        else:
+            raise ValueError("an unknown command")
+
+    def _settle(self, prefix: bytes) -> None:
+        """Checks that the rank's word on ``prefix`` is its first (what a
+        member named is held, not decided) and that there is room."""
+        if prefix in self.prefixes or prefix in self.local or prefix in self.failed:
+            raise ValueError("'%s' was decided already"
+                             % prefix[:200].decode("utf-8", "replace"))
+        if prefix not in self.held:
+            why = self._room(prefix)
+            if why:
+                raise ValueError(why.decode("utf-8", "replace"))
+
+    def _release(self, prefix: bytes) -> None:
+        """Handles the requests held for ``prefix``, now that its rank said
+        what becomes of them, in the order they came."""
+        held = self.held.pop(prefix, None)
+        if held is None:
+            return
+        loop = self.loop
+        for conn, tag, op, f in held.requests:
+            conn.forwarded -= 1
+            if conn not in loop.conns:
+                continue  # gone meanwhile
+            if tag is None:
+                conn.blocked = None
+            loop._guard(self._again, conn, tag, op, f)
+
+    def _again(self, conn: Any, tag: Optional[bytes], op: int, f: List[bytes]) -> None:
+        """Handles a held request as if it had just come (its tag restored
+        for the answer); an untagged one answered at once frees what its
+        connection sent after it."""
+        loop = self.loop
+        loop.tag = tag
+        try:
+            loop._handle(conn, op, f)
+        finally:
+            loop.tag = None
+        if tag is None and conn.blocked is None:
+            loop._later(conn)  # answered already: what it sent next
+
+    # -- forwarding ------------------------------------------------------------
 
     def _prefix_of(self, key: bytes) -> Optional[bytes]:
         i = key.find(b"/")
         while i >= 0:
-            if key[:i + 1] in self.prefixes:
-                return key[:i + 1]
+            head = key[:i + 1]
+            if head in self.prefixes or head in self.held or head in self.failed:
+                return head
             i = key.find(b"/", i + 1)
         return None
 
     def forward(self, conn: Any, tag: Optional[bytes], op: int, f: List[bytes],
                 keys: List[bytes]) -> bool:
         """Forwards the request if its keys are relayed (True), after
-        which its answer comes from upstream; False: served here."""
+        which its answer comes from upstream (or is held until this store's
+        rank says where); False: served here."""
         p, loop = self.proto, self.loop
         found = {self._prefix_of(k) for k in keys}
         if found == {None}:
@@ -457,22 +621,9 @@ class Relays:
             return True
         prefix = found.pop()
         assert prefix is not None
-        chain = self.prefixes[prefix]
-        link = self.links.get(chain[0])
-        if link is None:
-            if len(self.links) >= MAX_LINKS:
-                loop._answer(conn, p.ERROR, [b"this store holds %d links up already, "
-                                             b"its most (MAX_LINKS)" % len(self.links)])
-                return True
-            link = self.links[chain[0]] = Link(self, chain[0])
-            try:
-                link.connect()
-            except OSError as exc:
-                del self.links[chain[0]]
-                loop._answer(conn, p.ERROR, [
-                    ("hcg.torch's store could not relay to the store at %s: %s"
-                     % (link.where(), exc)).encode()])
-                return True
+        if prefix in self.failed:
+            loop._answer(conn, p.ERROR, [self.failed[prefix]])
+            return True
         if conn.forwarded >= p.MAX_TAGGED:
             # A peer that pipelines without reading answers would grow
             # the link's buffer while the store up there is slow.
@@ -485,6 +636,29 @@ class Relays:
             # batch, and with it every other member's adds in it.
             loop._answer(conn, p.ERROR, [b"an amount of these adds is not a number"])
             return True
+        held = self.held.get(prefix)
+        if held is not None:
+            held.requests.append((conn, tag, op, f))
+            conn.forwarded += 1
+            if tag is None:
+                conn.blocked = held  # its client sends nothing more before
+            return True
+        up = self.prefixes[prefix]
+        link = self.links.get(up.hop)
+        if link is None:
+            if len(self.links) >= MAX_LINKS:
+                loop._answer(conn, p.ERROR, [b"this store holds %d links up already, "
+                                             b"its most (MAX_LINKS)" % len(self.links)])
+                return True
+            link = self.links[up.hop] = Link(self, up.hop)
+            try:
+                link.connect()
+            except OSError as exc:
+                del self.links[up.hop]
+                loop._answer(conn, p.ERROR, [
+                    ("hcg.torch's store could not relay to the store at %s: %s"
+                     % (link.where(), exc)).encode()])
+                return True
         self.forwarded += 1
         conn.forwarded += 1
         is_wait = op in (p.GET, p.WAIT, p.MGET)
@@ -493,12 +667,12 @@ class Relays:
                if is_wait else _Forward(conn, tag))
         if tag is None:
             conn.blocked = fwd
-        if len(chain) > 1 and prefix not in link.announced:
-            # The next store up relays further: tell it where, first.
+        if up.further and prefix not in link.announced:
+            # The next store up relays further, where its own rank says:
+            # tell it the prefix is relayed there, first.
             link.announced.add(prefix)
-            link.request(p.RELAY, [prefix] + [x for hop in chain[1:] for x in
-                                              (hop[0].encode(), b"%d" % hop[1], hop[2])],
-                         None)
+            ms = max(0, int((up.deadline - time.monotonic()) * 1000))
+            link.request(p.RELAY, [prefix, b"%d" % ms, b"%d" % up.hop[3]], None)
         if is_wait:
             link.wait(fwd)
         elif op in (p.ADD, p.MADD):
@@ -535,17 +709,22 @@ class Relays:
         link.fail(reason)
 
     def next_retry(self) -> float:
-        """When the loop must wake next for a link: a retry, or a link's
-        time to connect running out."""
+        """When the loop must wake next for a link (a retry, or a link's
+        time to connect running out) or for held requests whose wait for
+        this store's rank ends."""
         wake = float("inf")
         for link in self.links.values():
             if link.state == "new":
                 wake = min(wake, link.retry_at)
             if link.state != "ready":
                 wake = min(wake, link.started + CONNECT_S)
+        for held in self.held.values():
+            wake = min(wake, held.deadline)
         return wake
 
     def retry(self, now: float) -> None:
+        """Connects links whose pause ended, drops those that took too
+        long, and fails the held prefixes whose wait ended."""
         for link in list(self.links.values()):
             if link.state != "ready" and now >= link.started + CONNECT_S:
                 self._drop(link, "it did not take the link within %g s" % CONNECT_S)
@@ -554,6 +733,18 @@ class Relays:
                     link.connect()
                 except OSError as exc:
                     self._drop(link, str(exc))
+        for prefix, held in list(self.held.items()):
+            if now >= held.deadline:
+                # Its rank never said where: it has not reached this group
+                # (it is late, stuck, or makes other groups than its members).
+                self.failed[prefix] = (
+                    "hcg.torch's store of rank %d holds the requests on '%s' for "
+                    "the store up its group's route, but rank %d, which hosts it "
+                    "and heads their slice, did not say where before their wait "
+                    "ended (has it reached this group? is it making the same "
+                    "groups?)" % (held.rank, prefix[:200].decode("utf-8", "replace"),
+                                  held.rank)).encode()
+                self._release(prefix)
 
     def close(self) -> None:
         for link in list(self.links.values()):

@@ -14,8 +14,10 @@ separated by one space each:
 SECRET is exactly 32 hex digits (128 bits; it never appears in the
 environment or command line), PID is rank 0's, and HOST must be one IP
 address or host name: the server checks every field again and refuses a
-line that is anything else. Then standard input stays open. The server
-ends when it closes (rank 0 closed the store) or when rank 0, the process
+line that is anything else. Then standard input stays open, and brings
+rank 0's word on the prefixes it relays, a line each (``relay``, ``local``,
+``fail``: _store_relay.Relays.command): where a group's keys go is said
+through this pipe, never the network. The server ends when it closes (rank 0 closed the store) or when rank 0, the process
 PID, ends: a child that rank 0 forked (a DataLoader worker) inherits the
 pipe's write end, so the pipe alone would keep the server alive after rank
 0's death. It answers on standard output with one line, ``PORT`` it
@@ -37,9 +39,10 @@ is a status byte and fields, in a frame. A request that waits for keys is
 parked until they all exist or its deadline passes, and answered either
 way. A request may come tagged (``TAGGED``: a tag, the operation, its
 fields): its answer starts with the tag and may come before those of
-earlier requests, so that a tagged wait holds nothing up. ``RELAY`` makes
-the store forward the requests on a prefix's keys to another store
-(_store_relay.py: how a large group meets through its slices' heads).
+earlier requests, so that a tagged wait holds nothing up. ``RELAY`` tells
+the store that a prefix's keys are relayed from it, to the store its own
+rank names through its pipe (_store_relay.py: how a large group meets
+through its slices' heads); it carries no address and no key.
 
 Bounds. Everything a connection can make the server hold is bounded
 (the constants below say by how much, and why), and one connection's
@@ -182,9 +185,10 @@ STATS = 12  # () -> b"name=number" fields: what the server holds (tests)
 # tag, op, op's fields... -> tag, the op's answer. The answer may come out
 # of order: a tagged wait holds nothing up (a relay's link, below).
 TAGGED = 13
-# prefix, then HOST PORT SECRET of each store up to the leader's -> ():
-# from now on this store forwards every request on keys under prefix to
-# the first of them (see _store_relay.py).
+# prefix, wait_ms, rank -> (): the prefix's keys are relayed from this
+# store, to the store its rank (``rank``, for messages) names through its
+# pipe; until it does, their requests wait here, wait_ms at most (see
+# _store_relay.py).
 RELAY = 14
 # key, amount, key, amount... -> each one's new value, in order, or an
 # empty field where the key's value is no number (that add not made): ADDs
@@ -407,8 +411,15 @@ class Loop:
                             self._report(exc)  # a bug: pause, as out of descriptors
                             self.paused_until = time.monotonic() + ACCEPT_PAUSE_S
                     elif key.data == "control":
-                        if not os.read(self.control, 4096):
+                        data = os.read(self.control, 4096)
+                        if not data:
                             return  # rank 0 closed the store, or died
+                        try:
+                            self.relays.command_bytes(data)
+                        except ValueError as exc:
+                            # Its own rank's bug: said, and the store goes on.
+                            self._report(exc)
+                        self._drain()
                     elif key.data == "parent":
                         return  # rank 0 died (a child of it may hold the pipe)
                     elif isinstance(key.data, _store_relay.Link):
@@ -703,7 +714,7 @@ class Loop:
         if op == RELAY:
             self.relays.register(conn, f)
             return
-        if self.relays.prefixes:
+        if self.relays.active():
             keys = _keys_of(op, f)
             if keys:
                 if not _well_formed(op, f):
@@ -834,7 +845,8 @@ class Loop:
         return [b"%s=%d" % (name.encode(), value) for name, value in (
             ("connections", len(self.conns)), ("unproven", len(self.fresh)),
             ("parked", self.nparked), ("deadlines", len(self.dues)),
-            ("relayed", len(self.relays.prefixes)), ("links", len(self.relays.links)),
+            ("relayed", len(self.relays.prefixes)), ("held", len(self.relays.held)),
+            ("links", len(self.relays.links)),
             ("forwarded", self.relays.forwarded), ("upstream", self.relays.upstream),
             ("keys", len(self.data)), ("stored", self.stored),
             ("max_stored", self.max_stored),

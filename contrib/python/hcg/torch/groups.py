@@ -390,18 +390,11 @@ _pool: Dict[PoolKey, ProcessGroup] = {}
 _pool_world: List[Any] = [None]
 
 
-def _default_group(d: Dist) -> Any:
-    try:
-        return d.distributed_c10d._get_default_group()
-    except Exception:  # pylint: disable=broad-except
-        return None
-
-
 def _same_world(d: Dist, token: Any) -> bool:
     """Whether ``token`` (from _world_token) is the current default group."""
     if token is None:
         return False
-    current = _default_group(d)
+    current = _binding.default_group(d)
     if current is None:
         return False
     if isinstance(token, weakref.ref):
@@ -410,7 +403,7 @@ def _same_world(d: Dist, token: Any) -> bool:
 
 
 def _world_token(d: Dist) -> Any:
-    current = _default_group(d)
+    current = _binding.default_group(d)
     if current is None:
         return None
     try:
@@ -594,7 +587,7 @@ class _Build:
         self.finished: Dict[str, ProcessGroup] = {}
         self.failed = threading.Event()
         self.taken: List[Tuple[_places.Place, Store]] = []  # clients it took
-        self.routes: Dict[str, List[_places.Place]] = {}
+        self.routes: Dict[str, _places.Route] = {}
         #: how each group is made (by key), and why none may be, if so
         self.ways: Dict[str, _Way] = {}
         self.refused: Optional[HcgError] = self._plan()
@@ -631,12 +624,12 @@ class _Build:
                 held += len(s.members) - 1
         return None
 
-    def route(self, s: GroupSpec) -> Optional[List[_places.Place]]:
-        """The stores this rank meets the group through (_places.path):
-        its first member's alone, or for a large group its slice's head's
-        first, the leader's last; the job's one store; or None for torch's
-        default store (init() was not hcg's). Raises a PeerError when one
-        of them could not open its store."""
+    def route(self, s: GroupSpec) -> Optional[_places.Route]:
+        """How this rank meets the group (_places.Places.route): at its
+        first member's store, or for a large group at its slice's head's,
+        which relays to the leader's; at the job's one store; or None for
+        torch's default store (init() was not hcg's). Raises a PeerError
+        when the store it connects to could not open."""
         if self.places is None:
             return None
         with self.lock:
@@ -650,7 +643,7 @@ class _Build:
     def place(self, s: GroupSpec) -> Optional[_places.Place]:
         """The store this rank connects to for the group (see route)."""
         route = self.route(s)
-        return None if route is None else route[0]
+        return None if route is None else route.first
 
     def hosts(self, s: GroupSpec) -> bool:
         """Whether this rank hosts a store other members meet the group at:
@@ -666,11 +659,12 @@ class _Build:
     def at(self, s: GroupSpec, store: Store) -> Store:
         """The group's keys on ``store``, a client of the store this rank
         connects to: one that relays them up the route is told so first
-        (once per connection)."""
+        (once per connection), and where this rank heads a slice its own
+        store is told where they go next (jobstore.relay_route)."""
         route = self.route(s)
         prefix = self.prefixes[s.key]
-        if route is not None and len(route) > 1:
-            store.relay(prefix + "/", [(p.host, p.port, p.secret) for p in route[1:]])
+        if route is not None:
+            jobstore.relay_route(route, prefix + "/", store, s.timeout)
         return self.d.PrefixStore(prefix, store)
 
     def client(self, place: Optional[_places.Place]) -> Store:

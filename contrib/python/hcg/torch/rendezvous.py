@@ -31,7 +31,7 @@ import os
 import secrets
 import socket
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from .. import _lib
 from ..env import TaskEnv, from_environ, in_task
@@ -213,30 +213,35 @@ def _master_vars() -> Tuple[Optional[str], Optional[int]]:
 
 
 def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
-           problem: Optional[HcgError], addr: Optional[str],
-           port: Optional[int]) -> Tuple[Store, str, int, List[_places.Place]]:
-    """A client of the store this rank meets the default group at: rank
-    0's, or in a job of more ranks than one store serves its slice's head's
-    (hcg.torch._places); rank 0's address; and the stores from that head
-    up to rank 0's, that the head forwards the group's keys along (none
-    when MASTER_ADDR and MASTER_PORT name the store: no publication). Every rank gets here, also one that already
-    failed (``problem``), so that the publication, a collective step,
-    completes: a rank publishes its failure instead of an address, and
-    every other rank raises a PeerError naming rank 0 at once when it was
-    rank 0. Raises this rank's own problem when it is rank 0's, or when
-    rank 0 failed too."""
+           problem: Optional[HcgError], addr: Optional[str], port: Optional[int]
+           ) -> Tuple[Store, _places.Place, Optional[_places.Route]]:
+    """A client of the store this rank meets the default group at, that
+    store's place, and the route that takes the meeting to rank 0's
+    (hcg.torch._places; None when MASTER_ADDR and MASTER_PORT name the
+    store: no publication). The store is rank 0's, or in a job of more
+    ranks than one store serves this rank's slice's head's, which relays
+    to rank 0's; this rank reads that one publication, and where it heads
+    a slice the next one up too (never rank 0's unless it is one of them:
+    no publication is read by every rank). Every rank gets here, also one
+    that already failed (``problem``), so that the publication, a
+    collective step, completes: a rank publishes its failure instead of
+    an address, and reports it at the next store up its route, which
+    every rank reaches through relays. Raises this rank's own problem when
+    it is rank 0's, or when the store it reports at failed too; a
+    PeerError naming its slice's head when that one failed before it
+    published."""
     master = task.rank == 0
     if addr is not None and port is not None:
         # No broadcast: a rank 0 that fails here cannot tell the others,
         # whose clients wait for its store until the timeout.
-        _set_places(_places.OneStore(_places.Place(addr, port, None, -1)))
+        one = _places.Place(addr, port, None, -1)
+        _set_places(_places.OneStore(one))
         if master:
             if problem is not None:
                 raise problem
             _drop_server()
-            return (_server(addr, port, task.world_size, timeout), addr, port, [])
-        return (_client(addr, port, task.world_size, timeout, problem),
-                addr, port, [])
+            return (_server(addr, port, task.world_size, timeout), one, None)
+        return (_client(addr, port, task.world_size, timeout, problem), one, None)
     # Every rank opens its own store and publishes where it is (or why it
     # could not): a rank that failed already publishes its failure, so
     # that the publication, a collective step, completes and the members
@@ -273,25 +278,26 @@ def _store(task: TaskEnv, timeout: datetime.timedelta, deadline: float,
     _set_places(places)
     if problem is not None and master:
         raise problem  # its own reason first
-    try:
-        zero = places.rank(0, "hcg.torch.init")
-    except HcgError:
-        if problem is not None:
-            raise problem from None  # rank 0 failed too: nowhere to say it
-        raise
-    route = [zero]
+    members = range(task.world_size)
     if problem is None:
+        # Raises a PeerError naming this rank's slice's head when it
+        # failed before it published: the head reported it up (below).
+        route = places.route(members, task.rank, "hcg.torch.init")
+    else:
+        # No store of its own: it reports at the store it would have met
+        # at, or where it heads a slice at the next one up (whose rank
+        # relays further, as for any member).
+        way = _places.path(members, task.rank,
+                           _places.group_slice(task.world_size, places.fanin))
+        at = 1 if way[0] == task.rank else 0
         try:
-            route = places.route(range(task.world_size), task.rank, "hcg.torch.init")
-        except PeerError:
-            # A head on the way failed before it published: meet at rank
-            # 0's store itself, where that head says why (a rank that
-            # failed reports there too, not to its head's store).
-            route = [zero]
-    first = route[0]
+            route = _places.Route(places.rank(way[at], "hcg.torch.init"), len(way) - at)
+        except HcgError:
+            raise problem from None  # that one failed too: nowhere to say it
+    first = route.first
     store = _client(first.host, first.port, task.world_size, timeout, problem,
                     first.secret, first.rank)
-    return store, zero.host, zero.port, route
+    return store, first, route
 
 
 #: How many times this process reached the job's store in init(): part of
@@ -302,7 +308,8 @@ _inits = 0
 def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
            problem: Optional[HcgError], device: Any = None) -> Tuple[str, int]:
     """The default group: the store, the ranks' meeting (where a rank that
-    failed says so), then torch's init_process_group."""
+    failed says so), then torch's init_process_group. Returns the address
+    of the store this rank met at."""
     deadline = time.monotonic() + t.total_seconds()
     try:
         addr, port = _master_vars()
@@ -310,56 +317,86 @@ def _start(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
         addr, port = os.environ.get("MASTER_ADDR") or None, None
         problem = problem or exc
     try:
-        store, host, port, route = _store(task, t, deadline, problem, addr, port)
+        store, first, route = _store(task, t, deadline, problem, addr, port)
     except BaseException:
         _drop_server()
         raise
     try:
-        _default_group(d, task, backend, t, problem, store, host, port, route,
-                       deadline, device)
+        _default_group(d, task, backend, t, problem, store, first, route, deadline,
+                       device)
     except BaseException:
         _drop_server()  # rank 0: its store goes with its failed init()
         raise
     keep_backends(d.distributed_c10d._get_default_group())
-    return host, port
+    return first.host, first.port
+
+
+def _where(first: _places.Place) -> str:
+    """The store a rank meets the default group at, for messages."""
+    if first.rank < 0:
+        return "store %s" % first.address  # MASTER_ADDR and MASTER_PORT's
+    return "store %s of rank %d" % (first.address, first.rank)
 
 
 def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
-                   problem: Optional[HcgError], store: Store, host: str, port: int,
-                   route: List[_places.Place], deadline: float,
+                   problem: Optional[HcgError], store: Store, first: _places.Place,
+                   route: Optional[_places.Route], deadline: float,
                    device: Any = None) -> None:
     """The ranks' meeting at the store, then init_process_group (bound to
     ``device`` when one is given). Where
-    ``route`` goes through slices' heads (_places.path), ``store`` is the
-    first one's, told first to forward the meeting's keys and torch's along
-    the rest of it to rank 0's."""
+    ``route`` is relayed (_places.path), ``store`` is a client of this
+    rank's slice's head's store, told first that the meeting's keys and
+    torch's are relayed, and where this rank heads a slice its own store
+    is told where they go next. A head whose next store up has no place
+    (its rank failed before it published) makes its store the meeting of
+    its part of the job instead, and reports that failure there."""
     global _inits
-    what = ("the default process group (%d ranks, store %s:%d)"
-            % (task.world_size, host, port))
+    what = "the default process group (%d ranks, %s)" % (task.world_size, _where(first))
     prefix = "hcg/init/%d/" % _inits
     meeting = d.PrefixStore(prefix, store)
     torch_store = store
     _inits += 1
-    # A head's store serves its slice: its own route starts with itself.
-    heads = len(route) > 1 and route[0].rank == task.rank
     places = STATE.places
-    if isinstance(places, _places.Places) and \
-            _places.group_slice(task.world_size, places.fanin) < task.world_size:
-        # The group meets in slices: torch's keys under a prefix of their
-        # own, so that they are forwarded too; every rank takes the same
-        # one, those that meet at rank 0's store itself too.
-        torch_store = d.PrefixStore(prefix + "torch", store)
-    if len(route) > 1:
-        hops = [(p.host, p.port, p.secret) for p in route[1:]]
+    size = 1  # the members reaching the meeting through this one (below)
+    if isinstance(places, _places.Places):
+        slice_ = _places.group_slice(task.world_size, places.fanin)
+        if slice_ < task.world_size:
+            # The group meets in slices: torch's keys under a prefix of
+            # their own, so that they are forwarded too; every rank takes
+            # the same one, those that meet at rank 0's store itself too.
+            torch_store = d.PrefixStore(prefix + "torch", store)
+        # The members reaching rank 0's store through this one (itself
+        # included): what a failed head answers for, and a cut-off head waits for.
+        size = _places.subtree(task.world_size, task.rank, slice_)
+    # A head's store serves its slice: it stays for the others to read.
+    heads = route is not None and route.relayed and first.rank == task.rank
+    cut: Optional[PeerError] = None  # the next store up failed before it published
+    if route is not None and route.relayed:
         try:
-            store.relay(prefix + "/", hops)
-            store.relay(prefix + "torch/", hops)
+            if route.failed is not None:
+                cut = route.failed
+                STATE.store_server.local(prefix + "/")
+                STATE.store_server.local(prefix + "torch/")
+            for sub in ("/", "torch/"):
+                if cut is None:
+                    jobstore.relay_route(route, prefix + sub, store, t)
+                else:
+                    store.relay(prefix + sub, t)
         except HcgError as exc:
             problem = problem or exc
     try:
         if problem is not None:
-            _meet.report(meeting, task.rank, problem, settle=True)
+            # It answers for the members that reach rank 0's store through
+            # it: those in its slice read its failure in its publication.
+            _meet.report(meeting, task.rank, problem, settle=size)
             raise problem
+        if cut is not None:
+            # Its part of the job meets at its store, and reads there who
+            # failed; the rest of the job reads it at rank 0's (that rank
+            # reported it there itself).
+            _meet.report(meeting, cut.rank, HcgRuntimeError(cut.code, cut.reason),
+                         settle=True)
+            raise cut
         _meet.meet(meeting, task.rank, range(task.world_size), task.rank,
                    deadline, what, t.total_seconds(), settle=True,
                    check_in=_meet.check_in_by(store, prefix))
@@ -373,11 +410,15 @@ def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
                                   "ranks met: %s" % (what, task.rank,
                                                      _meet.describe_exception(exc)))
             err.__cause__ = exc
-        if problem is None and not isinstance(err, (PeerError, _meet.Cancelled)):
+        if problem is None and cut is None and \
+                not isinstance(err, (PeerError, _meet.Cancelled)):
             # Its own failure here (a timeout, a lost store, anything
             # else): the others, latecomers too, learn it at once.
             _meet.report(meeting, task.rank, err, settle=True)
-        if task.rank == 0 or heads:
+        if cut is not None:
+            # The members meeting at its store read the failure there.
+            _meet.linger(meeting, size, deadline)
+        elif task.rank == 0 or heads:
             # This rank hosts the store (or a slice's way to it): the
             # others read the failure there.
             _meet.linger(meeting, task.world_size, deadline)

@@ -42,8 +42,9 @@ import time
 from typing import IO, Any, Dict, List, Optional, Sequence, Set, Tuple, Union, cast
 
 from ..errors import HcgError, HcgRuntimeError, HcgTimeoutError, HcgValueError, Status
+from . import _places
 from . import _store_server as proto
-from ._base import Dist, Store, dist
+from ._base import STATE, Dist, Store, dist
 from ._meet import first_line
 
 #: Seconds a connection may take to prove itself before it is closed.
@@ -231,6 +232,7 @@ class Server:
             raise StoreStartError("its process (%s %s) ended before it listened"
                                   % (python, script))
         self.port = int(answer)
+        self._pipe_lock = threading.Lock()  # a command is one whole line
         # At exit, end it as close() does (it would end anyway once this
         # process is gone; this way nothing is left running or unreaped).
         atexit.register(self.close)
@@ -247,6 +249,59 @@ class Server:
 
     def __repr__(self) -> str:
         return "<hcg.torch job store server, process %d>" % self._proc.pid
+
+    def relay(self, prefix: str, host: str, port: int, secret: bytes, rank: int,
+              further: bool, timeout: datetime.timedelta) -> None:
+        """From now on this store forwards every request on keys under
+        ``prefix`` to the store of rank ``rank`` at HOST:PORT, proving its
+        links with that store's ``secret``, which this process read through
+        PMIx: it reaches the store's process through their pipe, never the
+        network (_store_relay.py). ``further``: that store relays them on
+        too (its own rank says where; a link tells it to wait ``timeout``
+        for that). Idempotent for the same store.
+
+        Raises:
+            HcgValueError: a prefix that does not end with '/', an address
+                or secret that is not one.
+            HcgRuntimeError: the store's process is gone.
+        """
+        check_host(host)
+        if not prefix.endswith("/") or len(secret) != proto.SECRET_BYTES or \
+                not 0 < port < 65536 or rank < 0:
+            raise HcgValueError(Status.EINVAL, "hcg.torch's store cannot relay '%s' to "
+                                "rank %d's store at %s:%d: not a prefix ending with '/', "
+                                "a port and a secret of %d bytes"
+                                % (prefix, rank, host, port, proto.SECRET_BYTES))
+        ms = min(int(max(0.0, timeout.total_seconds()) * 1000), proto.MAX_WAIT_MS)
+        self._command("relay %s %s %d %s %d %d %d" % (
+            _bytes(prefix).hex(), host, port, secret.hex(), rank, int(further), ms))
+
+    def local(self, prefix: str) -> None:
+        """Requests on keys under ``prefix`` that members relay here are
+        served here after all (the way up failed before it was known, and
+        this rank reports why here). Raises as :meth:`relay`."""
+        self._command("local %s" % _bytes(prefix).hex())
+
+    def fail(self, prefix: str, reason: str) -> None:
+        """Requests on keys under ``prefix`` that members relay here are
+        answered with ``reason`` (this rank could not learn where they go).
+        Raises as :meth:`relay`."""
+        self._command("fail %s %s" % (_bytes(prefix).hex(),
+                                      _bytes(reason[:2000]).hex()))
+
+    def _command(self, line: str) -> None:
+        """Writes one command line to the store's process (its pipe)."""
+        pipe = self._proc.stdin
+        try:
+            with self._pipe_lock:
+                if pipe is None or pipe.closed:
+                    raise BrokenPipeError("the store was closed")
+                pipe.write(line.encode("ascii") + b"\n")
+                pipe.flush()
+        except (OSError, ValueError) as exc:
+            raise HcgRuntimeError(Status.EIO, "hcg.torch's store (process %d) cannot "
+                                  "be told where its relayed keys go: %s"
+                                  % (self._proc.pid, exc)) from None
 
     @property
     def pid(self) -> int:
@@ -423,6 +478,41 @@ def connect(host: str, port: int, secret: Optional[bytes],
         raise HcgRuntimeError(Status.EIO, "cannot reach %s within %g s: %s"
                               % (_where(host, port, host_rank),
                                  timeout.total_seconds(), first_line(exc))) from None
+
+
+def relay_route(route: _places.Route, prefix: str, client: Any,
+                timeout: datetime.timedelta) -> None:
+    """Makes the keys under ``prefix`` reach the group leader's store along
+    ``route`` (hcg.torch._places): where this rank heads a slice, its own
+    store is told where they go next, through its pipe; then the store
+    ``client`` reaches is told they are relayed (Server.relay,
+    JobStore.relay). Nothing to do for a route of one store.
+
+    Raises:
+        hcg.PeerError: this rank heads a slice and the next store up has
+            no place (its rank failed before it published); this rank's
+            store answers the slice with that reason.
+        hcg.HcgRuntimeError: this rank heads a slice but has no store of
+            its own, or its store or ``client``'s is gone.
+    """
+    if not route.relayed:
+        return
+    if route.next is not None or route.failed is not None:
+        server = STATE.store_server
+        if server is None:
+            raise HcgRuntimeError(Status.EIO, "rank %d heads a slice of a group met "
+                                  "through relays but has no hcg.torch store of its "
+                                  "own (hcg.torch.init opens one)" % route.first.rank)
+        if route.failed is not None:
+            server.fail(prefix, "rank %d, which heads this slice, cannot reach the "
+                        "next store up its route: %s"
+                        % (route.first.rank, route.failed.message))
+            raise route.failed
+        up = route.next
+        assert up is not None and up.secret is not None
+        server.relay(prefix, up.host, up.port, up.secret, up.rank, route.further,
+                     timeout)
+    client.relay(prefix, timeout)
 
 
 _client_class: Any = None
@@ -606,17 +696,19 @@ def _make_client_class(d: Any) -> Any:
         def multi_get(self, keys: Sequence[Key]) -> List[bytes]:
             return self._waiting(proto.MGET, [_bytes(k) for k in keys])
 
-        def relay(self, prefix: str, chain: Sequence[Tuple[str, int, bytes]]) -> None:
-            """From now on the store this client reaches forwards every
-            request on keys under ``prefix`` along ``chain`` (HOST, PORT,
-            SECRET of each store up to the group leader's; see
-            _store_relay.py). Idempotent; told once per connection."""
+        def relay(self, prefix: str,
+                  timeout: Optional[datetime.timedelta] = None) -> None:
+            """Tells the store this client reaches that requests on keys
+            under ``prefix`` are relayed from it, to the store its own rank
+            (the one this client was made for) names (Server.relay); until
+            it does, they wait there, ``timeout`` at most (default: the
+            client's). No address and no secret in it (_store_relay.py).
+            Idempotent; told once per connection."""
             if prefix in self._relayed:
                 return
-            fields = [_bytes(prefix)]
-            for host, port, secret in chain:
-                fields += [host.encode(), b"%d" % port, secret]
-            self._call(proto.RELAY, fields)
+            ms = min(int(max(0.0, self._wait_s(timeout)) * 1000), proto.MAX_WAIT_MS)
+            self._call(proto.RELAY, [_bytes(prefix), b"%d" % ms,
+                                     b"%d" % max(self._host_rank, 0)])
             self._relayed.add(prefix)
 
         def multi_set(self, keys: Sequence[Key], values: Sequence[Value]) -> None:
