@@ -104,9 +104,12 @@ static enum hcgp_task_verdict domain_level(spank_t sp, const hcg_layout *L,
   if (!local)
     return HCGP_TASK_RUNS;
   if (hcgp_domain_check(L, dims, local, nlocal, hcgp_domains_domain_of, arg,
-                        on_this_node, sp, first_task(sp), &check) != HCG_OK)
+                        on_this_node, sp, first_task(sp),
+                        policy == HCGP_PLACEMENT_REFUSE, &check) != HCG_OK)
     return HCGP_TASK_FAILED;
-  if (!check.crossing)
+  /* The step's verdict, the same on every node; the node's own where the
+   * step is too large to look at whole (placement.h). */
+  if (!check.step || (check.step < 0 && !check.crossing))
     return HCGP_TASK_RUNS;
   if (check.speak) {
     char here[HCGP_NODE_NAME_MAX + 16], there[HCGP_NODE_NAME_MAX + 16];
@@ -170,9 +173,17 @@ enum hcgp_task_verdict hcgp_placement_task(spank_t sp, const hcg_layout *L,
     hcgp_log(HCGP_LOG_VERBOSE, "no local task list; placement of the "
                                "other tasks of this node not checked");
   } else if (!failed) {
-    failed = hcgp_node_check(L, dims, local, nlocal, on_this_node, sp,
-                             &check) != HCG_OK;
-    if (!failed && check.crossing) {
+    /* Where the domains are known, so is every rank's node: the step's
+     * verdict, as for domains; else the node's own. */
+    if (dom && dom->state == HCGP_DOMAINS_KNOWN)
+      failed =
+          hcgp_domain_check(L, dims, local, nlocal, hcgp_domains_node_of,
+                            (void *)dom, on_this_node, sp, first_task(sp),
+                            policy == HCGP_PLACEMENT_REFUSE, &check) != HCG_OK;
+    else if (!(failed = hcgp_node_check(L, dims, local, nlocal, on_this_node,
+                                        sp, &check) != HCG_OK))
+      check.step = -1;
+    if (!failed && (check.step > 0 || (check.step < 0 && check.crossing))) {
       char here[128], line[2 * HCG_ERROR_MAX];
       /* The node's first task speaks for the node, if the node speaks. */
       if (check.speak && first_task(sp)) {

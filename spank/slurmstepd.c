@@ -99,6 +99,7 @@ static int step_wants_layout(spank_t sp, uint32_t *job, uint32_t *step) {
     return -1;
   if (!hcgp_option_active()) {
     hcgp_forward_unset_task(sp);
+    hcgp_forward_unset_placement(sp);
     return 0;
   }
   if (!hcgp_state.registered) {
@@ -136,6 +137,7 @@ static int export_task(spank_t sp, const char *buf,
   }
   enum hcgp_task_verdict verdict = hcgp_placement_task(sp, layout, task);
   hcg_layout_free(layout);
+  hcgp_forward_unset_placement(sp);
   switch (verdict) {
   case HCGP_TASK_REFUSED:
     end_refused_task();
@@ -191,6 +193,7 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
   int rc;
   if (het) {
     /* hetstep.h: the ranks are the step's; one message per component. */
+    hcgp_forward_unset_placement(sp);
     rc = hcgp_het_task_init(sp, buf, &task, &setter);
     if (rc)
       end_refused_task();

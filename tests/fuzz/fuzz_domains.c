@@ -68,6 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     in.addr = tree ? "s0.s1.n2" : "b1.n2";
     in.nodelist = "n[1-4]";
     in.tasks_per_node = "2(x4)";
+    in.placement = "block";
     in.nnodes = 4;
     in.nodeid = 1;
     in.world = 8;
