@@ -89,21 +89,29 @@ int hcgp_order_encode(int nnodes, int world, const int *counts,
       order[i] = f[i].node;
       identity = identity && order[i] == i;
     }
-    const int dists[3] = {HCG_DIST_BLOCK, HCG_DIST_CYCLIC, HCG_DIST_PLANE};
+    /* plane: Slurm's plane size when the layout has one; else the run of
+     * consecutive tasks the first node starts with, which is the plane
+     * size wherever the node has more tasks than that. */
+    int run = 1, first = order[0];
+    while (run < counts[first] && tids[first][run] == tids[first][0] + run)
+      run++;
+    const int dists[4] = {HCG_DIST_BLOCK, HCG_DIST_CYCLIC, HCG_DIST_PLANE,
+                          HCG_DIST_PLANE};
+    const int planes[4] = {0, 0, plane, run};
     snprintf(why, whycap,
              "Slurm dealt the step's tasks in a way hcg does not model "
              "(not block, cyclic or plane over its nodes: "
              "--distribution=arbitrary?)");
-    for (int d = 0; d < 3 && rc; d++) {
+    for (int d = 0; d < 4 && rc; d++) {
       struct hcgp_step s;
-      if ((dists[d] == HCG_DIST_PLANE && plane < 1) ||
-          hcgp_step_init_order(&s, counts, nnodes, world, dists[d],
-                               dists[d] == HCG_DIST_PLANE ? plane : 0,
+      if ((dists[d] == HCG_DIST_PLANE &&
+           (planes[d] < 1 || planes[d] > world)) ||
+          hcgp_step_init_order(&s, counts, nnodes, world, dists[d], planes[d],
                                identity ? NULL : order))
         continue;
       if (reproduces(&s, nnodes, counts, tids)) {
         int w = dists[d] == HCG_DIST_PLANE
-                    ? snprintf(buf, cap, "plane=%d", plane)
+                    ? snprintf(buf, cap, "plane=%d", planes[d])
                     : snprintf(buf, cap, "%s",
                                dists[d] == HCG_DIST_BLOCK ? "block" : "cyclic");
         size_t n = (size_t)w;

@@ -34,7 +34,8 @@
 
 /* srun: Slurm's layout (counts[i] tasks on node i, their ids tids[i]) into
  * the text (buf, cap bytes). plane: the layout's plane size, 0 when it is
- * not plane. 0, or -1 with why (one sentence, no prefix). O(tasks log). */
+ * not plane (or not known: the plane size is then read from the layout).
+ * 0, or -1 with why (one sentence, no prefix). O(tasks log). */
 int hcgp_order_encode(int nnodes, int world, const int *counts,
                       const uint32_t *const *tids, int plane, char *buf,
                       size_t cap, char *why, size_t whycap);

@@ -233,6 +233,11 @@ START_TEST(slurm_orders) {
   expect_order(cyclic, 4, 8, 0, "cyclic");
   int plane[] = {0, 0, 0, 1, 1, 1, 0, 1}; /* plane=3 over 4 and 4 */
   expect_order(plane, 2, 8, 3, "plane=3");
+  /* plane=2 over counts 3,3,1,1 (Slurm's own counts for plane with
+   * --overcommit), the plane size not given: read from the layout. */
+  int uneven[] = {0, 0, 1, 1, 2, 3, 0, 1};
+  expect_order(uneven, 4, 8, 0, "plane=2");
+  expect_order(uneven, 4, 8, 2, "plane=2");
   int arbitrary[] = {0, 1, 1, 0};
   expect_order(arbitrary, 2, 4, 0, "!in a way hcg does not model");
   /* Random counts and orders: block over the order comes back. */
