@@ -133,7 +133,7 @@ int hcgp_srun_user_init(spank_t sp) {
   else if (hcgp_placement_policy() != HCGP_PLACEMENT_OFF &&
            hcgp_state.args.intra_domain_dims[0])
     /* Where the tasks run, for the NVLink domain check (order.h). */
-    hcgp_order_set(job, step);
+    hcgp_order_set(sp, job, step);
   if (!rc)
     hcgp_log(HCGP_LOG_VERBOSE,
              "step %" PRIu32 ".%" PRIu32 ", %" PRIu32 " tasks: %s", job, step,
