@@ -27,7 +27,7 @@
 # the file short; domains-order-tree.bats sets DISTS to fewer.
 LAYOUTS=('tp=4,dp=2' 'tp=2,dp=2,ep=2')
 DISTS=(none block cyclic plane=2)
-REFUSE_DISTS=' none cyclic '
+REFUSE_DISTS=' none '
 FLAG_DISTS=(none block)
 
 # Whether this Slurm knows CR_NO_DIST_TOPO_BLOCK (the word in its library,
