@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "domains.h"
+#include "order.h"
 #include "topology.h"
 
 __attribute__((format(printf, 3, 4))) static void
@@ -65,7 +66,7 @@ static int learn_step(struct hcgp_domains *d,
   ns->by_name = malloc(sizeof *ns->by_name * (size_t)nnodes);
   int *counts = malloc(sizeof *counts * (size_t)nnodes);
   d->node_domain = malloc(sizeof *d->node_domain * (size_t)nnodes);
-  int dist = 0, plane = 0;
+  char why[sizeof d->why - 64];
   if (!ns->at || !ns->by_name || !counts || !d->node_domain) {
     unknown(d, 0, "out of memory for the step's %d nodes", nnodes);
   } else if (!in->nodelist ||
@@ -80,27 +81,22 @@ static int learn_step(struct hcgp_domains *d,
             "SLURM_STEP_TASKS_PER_NODE=%.64s does not give the tasks of the "
             "step's %d nodes",
             in->tasks_per_node ? in->tasks_per_node : "(unset)", nnodes);
-  } else if (hcgp_step_distribution(in->distribution, in->plane_size, world,
-                                    &dist, &plane)) {
+  } else if (!in->placement) {
     unknown(d, 0,
-            "SLURM_DISTRIBUTION=%.32s: hcg cannot tell where the other "
-            "nodes' tasks are",
-            in->distribution);
-  } else if (hcgp_step_init(&d->step, counts, nnodes, world, dist, plane)) {
-    unknown(d, 0,
-            "SLURM_STEP_TASKS_PER_NODE=%.64s does not add up to the step's "
-            "%d tasks",
-            in->tasks_per_node, world);
+            "srun did not say where the step's tasks run (is srun's hcg "
+            "plugin older than this node's, or its placement off?)");
+  } else if (hcgp_order_decode(in->placement, counts, nnodes, world, &d->step,
+                               why, sizeof why)) {
+    unknown(d, 0, "%s", why);
   } else {
     int ok = counts[d->nodeid] == in->nlocal;
     for (int i = 0; ok && i < in->nlocal; i++)
       ok = hcgp_step_node(&d->step, in->local[i]) == d->nodeid;
     if (!ok)
       unknown(d, 1,
-              "the tasks of this node are not where SLURM_STEP_TASKS_PER_NODE"
-              "=%.32s and SLURM_DISTRIBUTION=%.32s put them",
-              in->tasks_per_node,
-              in->distribution ? in->distribution : "(unset)");
+              "the tasks of this node are not where srun says Slurm put "
+              "them (%.64s)",
+              in->placement);
   }
   free(counts);
   return d->state == HCGP_DOMAINS_UNKNOWN ? -1 : 0;
@@ -229,20 +225,80 @@ void hcgp_domains_name(const struct hcgp_domains *d, int domain, char *buf,
     snprintf(buf, cap, "another domain");
 }
 
-/* Another distribution over the same counts, for the suggestion. */
+/* Another distribution over the same counts, for the suggestion: under
+ * one node order, or two (step2 set: a group must fit under both, so the
+ * "node" and "domain" of a rank are the pairs of the two). */
 struct other {
   const struct hcgp_domains *d;
-  struct hcgp_step step;
+  struct hcgp_step step, step2;
+  int two;
 };
 
 static int other_node(void *arg, int rank) {
-  return hcgp_step_node(&((struct other *)arg)->step, rank);
+  const struct other *o = arg;
+  int a = hcgp_step_node(&o->step, rank);
+  if (!o->two || a < 0)
+    return a;
+  int b = hcgp_step_node(&o->step2, rank);
+  return b < 0 ? -1 : a * o->step.nnodes + b;
 }
 
 static int other_domain(void *arg, int rank) {
   const struct other *o = arg;
-  int node = hcgp_step_node(&o->step, rank);
-  return node < 0 ? -1 : o->d->node_domain[node];
+  int a = hcgp_step_node(&o->step, rank);
+  if (a < 0)
+    return -1;
+  if (!o->two)
+    return o->d->node_domain[a];
+  int b = hcgp_step_node(&o->step2, rank);
+  return b < 0 ? -1
+               : o->d->node_domain[a] * o->d->ndomains + o->d->node_domain[b];
+}
+
+/* Topology order: nodes by domain (topology.conf's order), then index. */
+static const struct hcgp_domains *by_domain_of;
+static int cmp_by_domain(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  int dx = by_domain_of->node_domain[x], dy = by_domain_of->node_domain[y];
+  return dx != dy ? (dx > dy) - (dx < dy) : (x > y) - (x < y);
+}
+
+/* The alternative `dist` into o: 0, or -1 (no memory, or nothing to add). */
+static int other_init(struct other *o, const struct hcgp_domains *d, int dist,
+                      int plane) {
+  const struct hcgp_step *s = &d->step;
+  memset(o, 0, sizeof *o);
+  o->d = d;
+  if (dist != HCG_DIST_BLOCK)
+    return hcgp_step_init(&o->step, s->node_counts, s->nnodes, s->world, dist,
+                          plane);
+  /* Pairs of two orders' nodes and domains must fit in an int. */
+  if (s->nnodes > 46340 || d->ndomains > 46340)
+    return -1;
+  int *order = malloc(sizeof *order * (size_t)s->nnodes);
+  if (!order)
+    return -1;
+  int same = 1;
+  for (int i = 0; i < s->nnodes; i++)
+    order[i] = i;
+  by_domain_of = d;
+  qsort(order, (size_t)s->nnodes, sizeof *order, cmp_by_domain);
+  for (int i = 0; i < s->nnodes; i++)
+    same = same && order[i] == i;
+  int rc = hcgp_step_init(&o->step, s->node_counts, s->nnodes, s->world,
+                          HCG_DIST_BLOCK, 0);
+  if (!rc && !same) {
+    o->two = 1;
+    rc = hcgp_step_init_order(&o->step2, s->node_counts, s->nnodes, s->world,
+                              HCG_DIST_BLOCK, 0, order);
+  }
+  free(order);
+  return rc;
+}
+
+static void other_free(struct other *o) {
+  hcgp_step_free(&o->step);
+  hcgp_step_free(&o->step2);
 }
 
 int hcgp_domains_suggest(const struct hcgp_domains *d, const hcg_layout *L,
@@ -261,10 +317,10 @@ int hcgp_domains_suggest(const struct hcgp_domains *d, const hcg_layout *L,
         (dists[i] == d->step.dist &&
          (dists[i] != HCG_DIST_PLANE || plane == d->step.plane)))
       continue;
-    alt[nalts].d = d;
-    if (hcgp_step_init(&alt[nalts].step, d->step.counts, d->step.nnodes,
-                       d->step.world, dists[i], plane))
+    if (other_init(&alt[nalts], d, dists[i], plane)) {
+      other_free(&alt[nalts]);
       continue;
+    }
     if (plane)
       snprintf(label[nalts], sizeof label[nalts], "--distribution=plane=%d",
                plane);
@@ -281,6 +337,6 @@ int hcgp_domains_suggest(const struct hcgp_domains *d, const hcg_layout *L,
   int rc = hcg_placement_suggest(L, node_dims, domain_dims, &now, alts, nalts,
                                  buf, cap);
   for (int i = 0; i < nalts; i++)
-    hcgp_step_free(&alt[i].step);
+    other_free(&alt[i]);
   return rc;
 }

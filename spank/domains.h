@@ -7,15 +7,17 @@
  * A node's slurmstepd knows its own tasks and its own topology address
  * (SLURM_TOPOLOGY_ADDR, set by slurmstepd itself from slurmd's topology
  * plugin). For the other nodes of the step it reads:
- *   - the step's nodes in Slurm's node order (SLURM_STEP_NODELIST), their
- *     task counts (SLURM_STEP_TASKS_PER_NODE) and the distribution
- *     (SLURM_DISTRIBUTION, SLURM_DIST_PLANESIZE), which srun sets for every
- *     step; from them the node of every task, as Slurm's step layout
- *     places it (block: consecutive; cyclic and plane: dealt to the nodes
- *     with room left). The model must put exactly this node's own tasks
- *     (S_JOB_LOCAL_TO_GLOBAL_ID) on this node (S_JOB_NODEID), and the node
- *     list must count S_JOB_NNODES nodes with this node's name where its
- *     S_JOB_NODEID says, or nothing is checked;
+ *   - the step's nodes in Slurm's node order (SLURM_STEP_NODELIST) and
+ *     their task counts (SLURM_STEP_TASKS_PER_NODE), which srun sets for
+ *     every step, and where srun says Slurm put the step's tasks
+ *     (order.h: the distribution over an order of the nodes, which srun
+ *     read from Slurm's own layout of the step; Slurm 26.05 deals block
+ *     in topology order, and nothing else in the step says so). The same
+ *     facts reach every node, so every node learns the same. They must
+ *     put exactly this node's own tasks (S_JOB_LOCAL_TO_GLOBAL_ID) on this
+ *     node (S_JOB_NODEID), and the node list must count S_JOB_NNODES
+ *     nodes with this node's name where its S_JOB_NODEID says, or nothing
+ *     is checked;
  *   - topology.conf beside slurmstepd's own SLURM_CONF (the file Slurm's
  *     topology plugins read; slurmd sets SLURM_CONF for slurmstepd, the
  *     user cannot): the blocks (topology/block: BlockName=B Nodes=...) or
@@ -51,8 +53,7 @@ struct hcgp_domain_input {
   const char *pattern, *addr; /* SLURM_TOPOLOGY_ADDR_PATTERN, _ADDR    */
   const char *nodelist;       /* SLURM_STEP_NODELIST                   */
   const char *tasks_per_node; /* SLURM_STEP_TASKS_PER_NODE             */
-  const char *distribution;   /* SLURM_DISTRIBUTION                    */
-  const char *plane_size;     /* SLURM_DIST_PLANESIZE                  */
+  const char *placement;      /* srun's text (order.h), or NULL        */
   long nnodes, nodeid, world; /* S_JOB_NNODES, S_JOB_NODEID, tasks     */
   const int *local;           /* this node's tasks (global ids)        */
   int nlocal;
@@ -97,7 +98,12 @@ void hcgp_domains_name(const struct hcgp_domains *d, int domain, char *buf,
 /* The suggestion of the step's line (hcg_placement_suggest) for a layout
  * whose groups cross, over the step's own nodes and domains, offering
  * block, cyclic and plane=S (S the crossing group's size) over the same
- * task counts. Returns hcg_placement_suggest's answer. */
+ * task counts, each under the node order Slurm gives it: cyclic and plane
+ * the nodes' own order; block the order the step shows where it is block,
+ * else both the nodes' own order and topology order (domains in
+ * topology.conf's order, Slurm 26.05's rule unless CR_NO_DIST_TOPO_BLOCK),
+ * since the step cannot tell which: block is offered only where it keeps
+ * every group inside under both. Returns hcg_placement_suggest's answer. */
 int hcgp_domains_suggest(const struct hcgp_domains *d, const hcg_layout *L,
                          const char *node_dims, const char *domain_dims,
                          int group_size, char *buf, size_t cap);

@@ -21,6 +21,7 @@
 
 #include "domains.h"
 #include "domains_slurm.h"
+#include "order.h"
 
 /* Longest SLURM_STEP_NODELIST read (a host list of many ranges). */
 enum { NODELIST_MAX = 1 << 20, VALUE_MAX = 512 };
@@ -28,7 +29,8 @@ enum { NODELIST_MAX = 1 << 20, VALUE_MAX = 512 };
 /* A variable of the step, in a buffer of cap bytes, retried larger up to
  * max; NULL when unset or longer. */
 static char *step_env(spank_t sp, const char *name, size_t max) {
-  for (size_t cap = VALUE_MAX; cap <= max; cap *= 4) {
+  for (size_t cap = VALUE_MAX < max ? VALUE_MAX : max;;
+       cap = cap * 4 < max ? cap * 4 : max) {
     char *buf = malloc(cap);
     if (!buf)
       return NULL;
@@ -36,10 +38,9 @@ static char *step_env(spank_t sp, const char *name, size_t max) {
     if (rc == ESPANK_SUCCESS)
       return buf;
     free(buf);
-    if (rc != ESPANK_NOSPACE)
+    if (rc != ESPANK_NOSPACE || cap == max)
       return NULL;
   }
-  return NULL;
 }
 
 /* topology.conf beside SLURM_CONF: its text, or NULL with *why. */
@@ -102,7 +103,7 @@ static void learn(spank_t sp, const int *local, int nlocal,
   in.nlocal = nlocal;
   char *pattern = step_env(sp, "SLURM_TOPOLOGY_ADDR_PATTERN", VALUE_MAX);
   char *addr = step_env(sp, "SLURM_TOPOLOGY_ADDR", 4 * VALUE_MAX);
-  char *nodelist = NULL, *tpn = NULL, *dist = NULL, *plane = NULL;
+  char *nodelist = NULL, *tpn = NULL, *placed = NULL;
   char *path = NULL, *text = NULL;
   in.pattern = pattern;
   in.addr = addr;
@@ -111,8 +112,12 @@ static void learn(spank_t sp, const int *local, int nlocal,
     in.nodelist = nodelist = step_env(sp, "SLURM_STEP_NODELIST", NODELIST_MAX);
     in.tasks_per_node = tpn =
         step_env(sp, "SLURM_STEP_TASKS_PER_NODE", NODELIST_MAX);
-    in.distribution = dist = step_env(sp, "SLURM_DISTRIBUTION", VALUE_MAX);
-    in.plane_size = plane = step_env(sp, "SLURM_DIST_PLANESIZE", VALUE_MAX);
+    /* Where srun says Slurm put the tasks, for this step only (order.h). */
+    uint32_t job = 0, step = 0;
+    placed = step_env(sp, HCGP_ORDER_ENV, HCGP_ORDER_MAX + 64);
+    if (spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS &&
+        spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS)
+      in.placement = hcgp_order_text(placed, job, step);
     /* slurmstepd's own environment, from slurmd: not the job's. */
     const char *conf = getenv("SLURM_CONF");
     if (conf && conf[0] != '/')
@@ -139,8 +144,7 @@ static void learn(spank_t sp, const int *local, int nlocal,
   free(addr);
   free(nodelist);
   free(tpn);
-  free(dist);
-  free(plane);
+  free(placed);
   free(path);
   free(text);
 }

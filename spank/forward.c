@@ -202,6 +202,25 @@ int hcgp_task_env_keep(const char *forwarded, size_t len,
     *keep = NULL;
   if (!forwarded || !t || !fn)
     return hcg__fail(err, HCG_EINVAL, "invalid argument to hcgp_task_env");
+  hcg_layout *layout = NULL;
+  int rc = hcgp_forward_layout(forwarded, len, t, &layout, err);
+  if (rc)
+    return rc;
+  struct filter f = {fn, arg, t->export_dims};
+  rc = hcg_rank_env(layout, (int)t->rank, filtered, &f);
+  if (rc == 0 && keep)
+    *keep = layout;
+  else
+    hcg_layout_free(layout);
+  return rc;
+}
+
+int hcgp_forward_layout(const char *forwarded, size_t len,
+                        const struct hcgp_task *t, hcg_layout **out,
+                        hcg_error *err) {
+  *out = NULL;
+  if (!forwarded || !t)
+    return hcg__fail(err, HCG_EINVAL, "invalid argument to hcgp_task_env");
   if (t->world < 1 || t->world > HCG_MAX_WORLD || t->rank >= t->world) {
     return hcg__fail(err, HCG_ERANGE,
                      "task %" PRIu32 " of %" PRIu32
@@ -242,11 +261,6 @@ int hcgp_task_env_keep(const char *forwarded, size_t len,
                      "sets language=%s (is the hcg plugin loaded in srun?)",
                      language, t->language);
   }
-  struct filter f = {fn, arg, t->export_dims};
-  rc = hcg_rank_env(layout, (int)t->rank, filtered, &f);
-  if (rc == 0 && keep)
-    *keep = layout;
-  else
-    hcg_layout_free(layout);
-  return rc;
+  *out = layout;
+  return HCG_OK;
 }

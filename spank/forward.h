@@ -105,6 +105,13 @@ int hcgp_task_env_keep(const char *forwarded, size_t len,
                        const struct hcgp_task *t, hcgp_task_setenv_fn fn,
                        void *arg, hcg_layout **keep, hcg_error *err);
 
+/* The layout of `forwarded` for task t's step (decoded, checked against
+ * the site's policy and parsed as hcgp_task_env does), without the task's
+ * variables: *out, which the caller frees with hcg_layout_free. */
+int hcgp_forward_layout(const char *forwarded, size_t len,
+                        const struct hcgp_task *t, hcg_layout **out,
+                        hcg_error *err);
+
 /* 1 when `name` (a variable name, up to '=' or the end) is an HCG_* setting
  * a user may give a task (HCG_TIMEOUT, HCG_LIBRARY, ...; doc/security.md);
  * every other HCG_* variable is the plugin's, and slurmstepd removes it from

@@ -14,6 +14,7 @@
 #include "forward.h"
 #include "forward_slurm.h"
 #include "log.h"
+#include "order.h"
 
 /* ---- srun ---------------------------------------------------------------- */
 
@@ -75,6 +76,10 @@ char *hcgp_forward_take(spank_t sp) {
 
 void hcgp_forward_unset_task(spank_t sp) {
   (void)spank_unsetenv(sp, HCGP_FORWARD_ENV);
+}
+
+void hcgp_forward_unset_placement(spank_t sp) {
+  (void)spank_unsetenv(sp, HCGP_ORDER_ENV);
 }
 
 /* Leftovers of an outer step, or a user's attempt to pose as another rank;

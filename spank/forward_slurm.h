@@ -20,6 +20,9 @@ void hcgp_forward_unset(void);
 char *hcgp_forward_take(spank_t sp);
 /* slurmstepd: the same value removed, for a task without a layout. */
 void hcgp_forward_unset_task(spank_t sp);
+/* slurmstepd: srun's placement of the step (order.h) removed from the
+ * task, once the step's domains are learnt. */
+void hcgp_forward_unset_placement(spank_t sp);
 /* slurmstepd: removes every HCG_* variable of the task that only the
  * plugin may set (hcgp_env_plugin_owned). */
 int hcgp_forward_drop_inherited(spank_t sp);

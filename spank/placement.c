@@ -70,17 +70,28 @@ static int first_crossing(const hcg_layout *L, const char *dims,
 int hcgp_domain_check(const hcg_layout *L, const char *dims, const int *local,
                       int nlocal, hcg_node_fn where, void *warg,
                       hcg_node_fn mine, void *marg, int may_speak,
-                      struct hcgp_node_check *out) {
+                      int step_wide, struct hcgp_node_check *out) {
   int rc =
       hcgp_level_check(L, dims, local, nlocal, where, warg, mine, marg, out);
-  hcg_placement_verdict first;
-  if (!rc && !may_speak)
-    out->speak = 0;
-  if (rc || !may_speak || !out->crossing ||
-      first_crossing(L, dims, where, warg, &first) < 1)
+  out->step = -1;
+  if (rc)
     return rc;
-  out->example = first;
-  out->speak = mine(marg, first.group.first) >= 0;
+  if (!may_speak)
+    out->speak = 0;
+  /* A node without a crossing group of its own holds no first member: it
+   * needs the step's verdict only to refuse with the others. */
+  if (!step_wide && !(may_speak && out->crossing))
+    return HCG_OK;
+  hcg_placement_verdict first;
+  int found = first_crossing(L, dims, where, warg, &first);
+  if (found < 0)
+    return HCG_OK;
+  out->step = found;
+  out->speak = 0;
+  if (found) {
+    out->example = first;
+    out->speak = may_speak && mine(marg, first.group.first) >= 0;
+  }
   return HCG_OK;
 }
 

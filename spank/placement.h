@@ -30,6 +30,8 @@ struct hcgp_node_check {
   int speak;                     /* 1: this node prints the step's line    */
   hcg_placement_verdict example; /* the crossing group with the smallest
                                     first member this node sees           */
+  int step; /* hcgp_domain_check: 1 a group of the step crosses (example is
+               the step's first), 0 none does, -1 not looked for         */
 };
 
 /* The node's tasks: global ids local[0 .. nlocal-1]; on(arg, rank) is 0
@@ -47,19 +49,23 @@ int hcgp_level_check(const hcg_layout *layout, const char *dims,
                      void *warg, hcg_node_fn mine, void *marg,
                      struct hcgp_node_check *out);
 
-/* The domain level (domains.h): hcgp_level_check, and since `where` knows
- * the domain of every rank of the step, the example is the step's first
- * crossing group (dims in layout order, groups in order), the same on
- * every node, so that exactly one node speaks. Finding it costs up to the
- * listed dims' grid sizes in lookups, so only the task that would speak
- * (may_speak: the node's first) looks, and only when something crosses;
- * past HCGP_FIRST_CROSSING_MAX the node's own example and rule are kept.
- * With may_speak 0, speak is 0. */
+/* The check where `where` knows the level (a domain, or a node) of every
+ * rank of the step (domains.h): hcgp_level_check, and the step's verdict:
+ * whether any group of the step crosses (out->step), and the step's first
+ * crossing group (dims in layout order, groups in order) as the example,
+ * the same on every node, so that every node decides alike (a refusal
+ * starts no task anywhere) and exactly one node speaks. Finding it costs
+ * up to the listed dims' grid sizes in lookups, so only a task that needs
+ * it looks: the one that may speak (may_speak: the node's first) when one
+ * of its node's groups crosses and, with step_wide, every task (refuse);
+ * past HCGP_FIRST_CROSSING_MAX
+ * out->step is -1 and the node's own example and rule are kept. With
+ * may_speak 0, speak is 0. */
 #define HCGP_FIRST_CROSSING_MAX (1L << 24)
 int hcgp_domain_check(const hcg_layout *layout, const char *dims,
                       const int *local, int nlocal, hcg_node_fn where,
                       void *warg, hcg_node_fn mine, void *marg, int may_speak,
-                      struct hcgp_node_check *out);
+                      int step_wide, struct hcgp_node_check *out);
 
 /* The step's line, without the "hcg: " prefix: what crosses (named as
  * hcg_placement_message does, `here` naming this node), and what the

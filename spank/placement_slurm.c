@@ -85,44 +85,96 @@ static void say(int policy, const char *line) {
            "%s", line);
 }
 
-/* The domain level: variables, the node's check, and the step's line from
- * the node that speaks. HCGP_TASK_FAILED here is not logged yet: the
- * caller says it and applies the policy. */
-static enum hcgp_task_verdict domain_level(spank_t sp, const hcg_layout *L,
-                                           const struct hcgp_task *t,
-                                           const struct hcgp_domains *dom,
-                                           const int *local, int nlocal,
-                                           int policy) {
-  const char *dims = hcgp_state.args.intra_domain_dims;
-  void *arg = (void *)dom;
-  struct hcgp_setter setter = {sp, 0, 0};
-  if (t->export_dims &&
-      hcg_rank_domain_env(L, (int)t->rank, dims, hcgp_domains_domain_of, arg,
-                          hcgp_setter_set, &setter) != HCG_OK)
-    return HCGP_TASK_FAILED;
-  struct hcgp_node_check check;
-  if (!local)
-    return HCGP_TASK_RUNS;
-  if (hcgp_domain_check(L, dims, local, nlocal, hcgp_domains_domain_of, arg,
-                        on_this_node, sp, first_task(sp), &check) != HCG_OK)
-    return HCGP_TASK_FAILED;
-  if (!check.crossing)
-    return HCGP_TASK_RUNS;
-  if (check.speak) {
-    char here[HCGP_NODE_NAME_MAX + 16], there[HCGP_NODE_NAME_MAX + 16];
-    char suggestion[HCG_ERROR_MAX], line[3 * HCG_ERROR_MAX];
-    hcgp_domains_name(dom, hcgp_domains_domain_of(arg, check.example.apart[0]),
-                      here, sizeof here);
-    hcgp_domains_name(dom, hcgp_domains_domain_of(arg, check.example.apart[1]),
-                      there, sizeof there);
-    int s = hcgp_domains_suggest(dom, L, hcgp_state.args.intra_node_dims, dims,
-                                 check.example.group.size, suggestion,
-                                 sizeof suggestion);
-    hcgp_domain_line(L, &check, here, there, policy, s > 0 ? suggestion : NULL,
-                     line, sizeof line);
-    say(policy, line);
+/* The node's verdicts on a step: the node list's and, where the domains
+ * are known, the domain list's. They depend on the node, not the task, so
+ * slurmstepd computes them once per step, before the tasks are forked
+ * (hcgp_placement_prepare), and every task inherits them; a task finds
+ * them itself only where that did not happen. */
+struct node_verdicts {
+  int state; /* 0 not computed, 1 computed, -1 the check failed        */
+  uint32_t job, step;
+  int node_known;              /* a node check was made (local tasks known) */
+  struct hcgp_node_check node; /* node list                                */
+  int domain_known;            /* the domains are known                    */
+  struct hcgp_node_check domain;
+};
+static struct node_verdicts cached;
+
+static void verdicts(spank_t sp, const hcg_layout *L, int policy,
+                     struct node_verdicts *v) {
+  int nlocal = 0, step_wide = policy == HCGP_PLACEMENT_REFUSE;
+  int *local = hcgp_local_tasks(sp, &nlocal);
+  const char *dims = hcgp_state.args.intra_node_dims;
+  /* The step's domains: where known, the domain list is judged by domain
+   * and left off the node check. */
+  const struct hcgp_domains *dom = hcgp_state.args.intra_domain_dims[0]
+                                       ? hcgp_domains_learn(sp, local, nlocal)
+                                       : NULL;
+  char node_dims[2 * HCGP_DIMS_MAX + 2];
+  v->state = 1;
+  v->domain_known = dom && dom->state == HCGP_DOMAINS_KNOWN;
+  if (v->domain_known &&
+      hcg_placement_node_level_dims(dims, hcgp_state.args.intra_domain_dims,
+                                    node_dims, sizeof node_dims) == HCG_OK)
+    dims = node_dims;
+  v->node_known = local != NULL;
+  if (!local) {
+    /* Without the node's task list the variables still stand; only the
+     * node-wide verdict is missing. */
+    hcgp_log(HCGP_LOG_VERBOSE, "no local task list; placement of the "
+                               "other tasks of this node not checked");
+  } else if (v->domain_known) {
+    /* Every rank's node is known too: the step's verdict, as for domains
+     * (placement.h), so that every node decides alike. */
+    if (hcgp_domain_check(L, dims, local, nlocal, hcgp_domains_node_of,
+                          (void *)dom, on_this_node, sp, 1, step_wide,
+                          &v->node) != HCG_OK ||
+        hcgp_domain_check(L, hcgp_state.args.intra_domain_dims, local, nlocal,
+                          hcgp_domains_domain_of, (void *)dom, on_this_node, sp,
+                          1, step_wide, &v->domain) != HCG_OK)
+      v->state = -1;
+  } else if (hcgp_node_check(L, dims, local, nlocal, on_this_node, sp,
+                             &v->node) != HCG_OK) {
+    v->state = -1;
+  } else {
+    v->node.step = -1;
   }
-  return policy == HCGP_PLACEMENT_REFUSE ? HCGP_TASK_REFUSED : HCGP_TASK_RUNS;
+  free(local);
+}
+
+/* Whether a verdict stops the step (or, under warn, gets a line). */
+static int crosses(const struct hcgp_node_check *c) {
+  return c->step > 0 || (c->step < 0 && c->crossing);
+}
+
+void hcgp_placement_prepare(spank_t sp, const hcg_layout *L, uint32_t job,
+                            uint32_t step) {
+  int policy = hcgp_placement_policy();
+  if (policy == HCGP_PLACEMENT_OFF || hcgp_state.placement_bad)
+    return;
+  memset(&cached, 0, sizeof cached);
+  verdicts(sp, L, policy, &cached);
+  cached.job = job;
+  cached.step = step;
+}
+
+/* The domain list's line, from the node that speaks. */
+static void domain_line(const hcg_layout *L, const struct hcgp_domains *dom,
+                        const struct hcgp_node_check *check, int policy) {
+  char here[HCGP_NODE_NAME_MAX + 16], there[HCGP_NODE_NAME_MAX + 16];
+  char suggestion[HCG_ERROR_MAX], line[3 * HCG_ERROR_MAX];
+  void *arg = (void *)dom;
+  hcgp_domains_name(dom, hcgp_domains_domain_of(arg, check->example.apart[0]),
+                    here, sizeof here);
+  hcgp_domains_name(dom, hcgp_domains_domain_of(arg, check->example.apart[1]),
+                    there, sizeof there);
+  int s = hcgp_domains_suggest(dom, L, hcgp_state.args.intra_node_dims,
+                               hcgp_state.args.intra_domain_dims,
+                               check->example.group.size, suggestion,
+                               sizeof suggestion);
+  hcgp_domain_line(L, check, here, there, policy, s > 0 ? suggestion : NULL,
+                   line, sizeof line);
+  say(policy, line);
 }
 
 enum hcgp_task_verdict hcgp_placement_task(spank_t sp, const hcg_layout *L,
@@ -134,28 +186,25 @@ enum hcgp_task_verdict hcgp_placement_task(spank_t sp, const hcg_layout *L,
     hcgp_log(HCGP_LOG_ERROR, "--hcg-placement takes warn or refuse");
     return HCGP_TASK_FAILED;
   }
-  const char *dims = hcgp_state.args.intra_node_dims;
   /* Per-dim variables, like _RANK and _SIZE: export_dims=no leaves them
    * out (the check itself still runs). */
   struct hcgp_setter setter = {sp, 0, 0};
   int failed = t->export_dims &&
-               hcg_rank_placement_env(L, (int)t->rank, dims, on_this_node, sp,
-                                      hcgp_setter_set, &setter) != HCG_OK;
-  int refused = 0;
-  int nlocal = 0;
-  int *local = failed ? NULL : hcgp_local_tasks(sp, &nlocal);
-  /* The step's domains: where known, the domain list is judged by domain
-   * and left off the node check. */
+               hcg_rank_placement_env(
+                   L, (int)t->rank, hcgp_state.args.intra_node_dims,
+                   on_this_node, sp, hcgp_setter_set, &setter) != HCG_OK;
+  if (!failed &&
+      (cached.state == 0 || cached.job != t->job || cached.step != t->step)) {
+    memset(&cached, 0, sizeof cached);
+    verdicts(sp, L, policy, &cached);
+  }
+  failed = failed || cached.state < 0;
   const struct hcgp_domains *dom =
       hcgp_state.args.intra_domain_dims[0] && !failed
-          ? hcgp_domains_learn(sp, local, nlocal)
+          ? hcgp_domains_learn(sp, NULL, 0)
           : NULL;
-  char node_dims[2 * HCGP_DIMS_MAX + 2];
-  if (dom && dom->state == HCGP_DOMAINS_KNOWN &&
-      hcg_placement_node_level_dims(dims, hcgp_state.args.intra_domain_dims,
-                                    node_dims, sizeof node_dims) == HCG_OK)
-    dims = node_dims;
-  else if (dom && dom->state == HCGP_DOMAINS_UNKNOWN && first_task(sp)) {
+  int first = first_task(sp), refused = 0;
+  if (dom && dom->state == HCGP_DOMAINS_UNKNOWN && first) {
     /* One line for the step, from its first node; another node's own
      * reason goes to the node's log. */
     if (dom->nodeid == 0)
@@ -163,33 +212,30 @@ enum hcgp_task_verdict hcgp_placement_task(spank_t sp, const hcg_layout *L,
     else if (dom->this_node)
       hcgp_log(HCGP_LOG_INFO, "placement: %s", dom->why);
   }
-  struct hcgp_node_check check;
-  if (!failed && !local) {
-    /* Without the node's task list the variables still stand; only the
-     * node-wide verdict is missing. */
-    hcgp_log(HCGP_LOG_VERBOSE, "no local task list; placement of the "
-                               "other tasks of this node not checked");
-  } else if (!failed) {
-    failed = hcgp_node_check(L, dims, local, nlocal, on_this_node, sp,
-                             &check) != HCG_OK;
-    if (!failed && check.crossing) {
+  if (!failed && cached.node_known && crosses(&cached.node)) {
+    /* The node's first task speaks for the node, if the node speaks. */
+    if (cached.node.speak && first) {
       char here[128], line[2 * HCG_ERROR_MAX];
-      /* The node's first task speaks for the node, if the node speaks. */
-      if (check.speak && first_task(sp)) {
-        node_name(sp, here, sizeof here);
-        hcgp_placement_line(L, &check, here, policy, line, sizeof line);
-        say(policy, line);
-      }
-      refused = policy == HCGP_PLACEMENT_REFUSE;
+      node_name(sp, here, sizeof here);
+      hcgp_placement_line(L, &cached.node, here, policy, line, sizeof line);
+      say(policy, line);
+    }
+    refused = policy == HCGP_PLACEMENT_REFUSE;
+  }
+  if (!failed && cached.domain_known && dom &&
+      dom->state == HCGP_DOMAINS_KNOWN) {
+    struct hcgp_setter dsetter = {sp, 0, 0};
+    failed =
+        t->export_dims &&
+        hcg_rank_domain_env(L, (int)t->rank, hcgp_state.args.intra_domain_dims,
+                            hcgp_domains_domain_of, (void *)dom,
+                            hcgp_setter_set, &dsetter) != HCG_OK;
+    if (!failed && cached.node_known && crosses(&cached.domain)) {
+      if (cached.domain.speak && first)
+        domain_line(L, dom, &cached.domain, policy);
+      refused = refused || policy == HCGP_PLACEMENT_REFUSE;
     }
   }
-  if (!failed && dom && dom->state == HCGP_DOMAINS_KNOWN) {
-    enum hcgp_task_verdict v =
-        domain_level(sp, L, t, dom, local, nlocal, policy);
-    failed = v == HCGP_TASK_FAILED;
-    refused = refused || v == HCGP_TASK_REFUSED;
-  }
-  free(local);
   if (failed) {
     hcgp_log(HCGP_LOG_ERROR, "the placement check failed");
     /* Under warn a failed check is a warning only: the step goes on. */

@@ -21,5 +21,12 @@ enum hcgp_task_verdict {
 };
 enum hcgp_task_verdict hcgp_placement_task(spank_t sp, const hcg_layout *L,
                                            const struct hcgp_task *t);
+/* slurmstepd, once per step before the tasks are forked
+ * (slurm_spank_user_init): the node's verdicts on the layout, which every
+ * task then inherits instead of computing them again (each is O(local
+ * tasks x groups)); hcgp_placement_task computes them where this did not
+ * run. */
+void hcgp_placement_prepare(spank_t sp, const hcg_layout *L, uint32_t job,
+                            uint32_t step);
 
 #endif /* HCGP_PLACEMENT_SLURM_H */

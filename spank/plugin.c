@@ -41,8 +41,11 @@
  *   forward    srun -> slurmstepd hand-over of the layout, per task
  *   hetstep    heterogeneous steps, in srun and slurmstepd
  *   placement  a node's placement check, in slurmstepd
+ *   order      where Slurm put the step's tasks: read by srun from
+ *              slurmctld, handed on to slurmstepd (order_slurm.c)
  *   domains    the step's nodes, tasks and NVLink domains, in slurmstepd
- *              (standing on hostlist.c, step.c and topology.c, pure too)
+ *              (standing on hostlist.c, step.c, order.c and topology.c,
+ *              pure too)
  *
  * Return values. A function that takes an hcg_error returns HCG_OK or an
  * HCG_E* code with it filled, and logs nothing: the core's convention,

@@ -71,14 +71,43 @@ int hcgp_slurmstepd_init(spank_t sp, int ac, char **av) {
  * they inherit the domains instead of each learning them (domains_slurm.c).
  * Only for a step the placement check will look at. */
 int hcgp_slurmstepd_user_init(spank_t sp) {
-  if (!hcgp_option_active() || hcgp_placement_policy() == HCGP_PLACEMENT_OFF ||
-      !hcgp_state.args.intra_domain_dims[0])
+  if (!hcgp_option_active() || hcgp_placement_policy() == HCGP_PLACEMENT_OFF)
     return 0;
   int nlocal = 0;
   int *local = hcgp_local_tasks(sp, &nlocal);
-  if (local)
+  if (local && hcgp_state.args.intra_domain_dims[0])
     (void)hcgp_domains_learn(sp, local, nlocal);
   free(local);
+  /* The node's placement verdicts, once for all its tasks (placement_slurm.h),
+   * for a plain step whose layout srun forwarded; a task that finds none
+   * computes them, and says what is wrong. Nothing here fails. */
+  uint32_t job = 0, step = 0, world = 0;
+  char ntasks[32];
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &world) != ESPANK_SUCCESS ||
+      step == SLURM_BATCH_SCRIPT || step == SLURM_EXTERN_CONT ||
+      step == SLURM_INTERACTIVE_STEP || world < 1 ||
+      hcgp_step_heterogeneous(step_ntasks(sp, ntasks, sizeof ntasks), world))
+    return 0;
+  size_t cap = HCGP_FORWARD_MAX + 1;
+  char *buf = malloc(cap);
+  hcg_layout *layout = NULL;
+  hcg_error err = HCG_ERROR_INIT;
+  struct hcgp_task task = {job,
+                           step,
+                           world,
+                           0,
+                           hcgp_state.args.export_dims,
+                           hcgp_state.args.max_layout_bytes,
+                           hcgp_state.args.language};
+  if (buf &&
+      spank_getenv(sp, HCGP_FORWARD_ENV, buf, (int)cap) == ESPANK_SUCCESS &&
+      !hcgp_forward_refused(buf, strlen(buf), job, step) &&
+      hcgp_forward_layout(buf, strlen(buf), &task, &layout, &err) == HCG_OK)
+    hcgp_placement_prepare(sp, layout, job, step);
+  hcg_layout_free(layout);
+  free(buf);
   return 0;
 }
 
@@ -99,6 +128,7 @@ static int step_wants_layout(spank_t sp, uint32_t *job, uint32_t *step) {
     return -1;
   if (!hcgp_option_active()) {
     hcgp_forward_unset_task(sp);
+    hcgp_forward_unset_placement(sp);
     return 0;
   }
   if (!hcgp_state.registered) {
@@ -136,6 +166,7 @@ static int export_task(spank_t sp, const char *buf,
   }
   enum hcgp_task_verdict verdict = hcgp_placement_task(sp, layout, task);
   hcg_layout_free(layout);
+  hcgp_forward_unset_placement(sp);
   switch (verdict) {
   case HCGP_TASK_REFUSED:
     end_refused_task();
@@ -191,6 +222,7 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
   int rc;
   if (het) {
     /* hetstep.h: the ranks are the step's; one message per component. */
+    hcgp_forward_unset_placement(sp);
     rc = hcgp_het_task_init(sp, buf, &task, &setter);
     if (rc)
       end_refused_task();

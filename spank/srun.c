@@ -15,6 +15,8 @@
 #include "layout.h"
 #include "log.h"
 #include "option.h"
+#include "order_slurm.h"
+#include "placement_slurm.h"
 #include "srun.h"
 #include "state.h"
 
@@ -73,6 +75,7 @@ int hcgp_srun_user_init(spank_t sp) {
   /* A value inherited from an outer hcg step must never reach this step's
    * tasks, whatever happens next. */
   hcgp_forward_unset();
+  hcgp_order_unset();
   if (!hcgp_option_active())
     return 0;
 
@@ -127,7 +130,11 @@ int hcgp_srun_user_init(spank_t sp) {
   int rc = 0;
   if (hcgp_forward_set(job, step, layout))
     rc = refuse(job, step);
-  else
+  else if (hcgp_placement_policy() != HCGP_PLACEMENT_OFF &&
+           hcgp_state.args.intra_domain_dims[0])
+    /* Where the tasks run, for the NVLink domain check (order.h). */
+    hcgp_order_set(sp, job, step);
+  if (!rc)
     hcgp_log(HCGP_LOG_VERBOSE,
              "step %" PRIu32 ".%" PRIu32 ", %" PRIu32 " tasks: %s", job, step,
              world, hcg_layout_text(layout));

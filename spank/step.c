@@ -44,6 +44,8 @@ static int cmp_int(const void *a, const void *b) {
 
 void hcgp_step_free(struct hcgp_step *s) {
   free(s->counts);
+  free(s->order);
+  free(s->node_counts);
   free(s->start);
   free(s->sorted);
   free(s->sorted_sum);
@@ -52,6 +54,11 @@ void hcgp_step_free(struct hcgp_step *s) {
 
 int hcgp_step_init(struct hcgp_step *s, const int *counts, int nnodes,
                    int world, int dist, int plane) {
+  return hcgp_step_init_order(s, counts, nnodes, world, dist, plane, NULL);
+}
+
+int hcgp_step_init_order(struct hcgp_step *s, const int *counts, int nnodes,
+                         int world, int dist, int plane, const int *order) {
   memset(s, 0, sizeof *s);
   if (nnodes < 1 || nnodes > HCGP_STEP_NODES_MAX || world < 1 ||
       (dist == HCG_DIST_PLANE && plane < 1))
@@ -61,7 +68,11 @@ int hcgp_step_init(struct hcgp_step *s, const int *counts, int nnodes,
   s->sorted = malloc(n * sizeof *s->sorted);
   s->start = malloc((n + 1) * sizeof *s->start);
   s->sorted_sum = malloc((n + 1) * sizeof *s->sorted_sum);
-  if (!s->counts || !s->sorted || !s->start || !s->sorted_sum) {
+  s->node_counts = malloc(n * sizeof *s->node_counts);
+  if (order && (s->order = malloc(n * sizeof *s->order)))
+    memcpy(s->order, order, n * sizeof *s->order);
+  if (!s->counts || !s->sorted || !s->start || !s->sorted_sum ||
+      !s->node_counts || (order && !s->order)) {
     hcgp_step_free(s);
     return -1;
   }
@@ -71,12 +82,14 @@ int hcgp_step_init(struct hcgp_step *s, const int *counts, int nnodes,
   s->plane = dist == HCG_DIST_PLANE ? plane : 1;
   s->start[0] = 0;
   for (int i = 0; i < nnodes; i++) {
-    if (counts[i] < 1) {
+    int node = order ? order[i] : i;
+    if (node < 0 || node >= nnodes || counts[node] < 1) {
       hcgp_step_free(s);
       return -1;
     }
-    s->counts[i] = s->sorted[i] = counts[i];
-    s->start[i + 1] = s->start[i] + counts[i];
+    s->node_counts[i] = counts[i];
+    s->counts[i] = s->sorted[i] = counts[node];
+    s->start[i + 1] = s->start[i] + counts[node];
   }
   if (s->start[n] != world) {
     hcgp_step_free(s);
@@ -103,7 +116,15 @@ static long long dealt_before(const struct hcgp_step *s, long long j) {
   return s->sorted_sum[lo] + (long long)(s->nnodes - lo) * cap;
 }
 
+static int step_position(const struct hcgp_step *s, int rank);
+
 int hcgp_step_node(const struct hcgp_step *s, int rank) {
+  int at = step_position(s, rank);
+  return at < 0 || !s->order ? at : s->order[at];
+}
+
+/* The position (in the order) of the node of a task. */
+static int step_position(const struct hcgp_step *s, int rank) {
   if (!s || !s->counts || rank < 0 || rank >= s->world)
     return -1;
   if (s->dist == HCG_DIST_BLOCK) {

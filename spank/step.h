@@ -19,7 +19,9 @@ int hcgp_tasks_per_node(const char *s, int nnodes, int *counts);
 struct hcgp_step {
   int nnodes, world;
   int dist, plane;
-  int *counts;           /* nnodes */
+  int *counts;           /* nnodes, in the order of `order` */
+  int *order;            /* position -> node; NULL: the nodes' own order */
+  int *node_counts;      /* nnodes, by node */
   long long *start;      /* nnodes + 1: block's first task of each node */
   int *sorted;           /* the counts, ascending */
   long long *sorted_sum; /* nnodes + 1: sums of the smallest counts */
@@ -27,6 +29,11 @@ struct hcgp_step {
 /* 0, or -1 (no memory, or counts not summing to world). */
 int hcgp_step_init(struct hcgp_step *s, const int *counts, int nnodes,
                    int world, int dist, int plane);
+/* The same over the nodes taken in `order` (a permutation of 0 ..
+ * nnodes-1, NULL for their own order): the distribution deals to order[0]
+ * first; counts are by node. */
+int hcgp_step_init_order(struct hcgp_step *s, const int *counts, int nnodes,
+                         int world, int dist, int plane, const int *order);
 void hcgp_step_free(struct hcgp_step *s);
 /* The node (0 .. nnodes-1) of a task; -1 outside. O(log nodes), or
  * O(nodes) in the last rounds of cyclic and plane over uneven counts. */

@@ -132,3 +132,13 @@ has_block() {
       { echo "$f: its argument table has rows other than hcg help plugstack's $n"; false; }
   done
 }
+
+@test "srun's placement of a step: its variable and bound in spank/order.h are the ones plugin.md and spank_hcg(8) name" {
+  local env max
+  env=$(sed -nE 's/^#define HCGP_ORDER_ENV "([A-Z_]+)"$/\1/p' "$S/spank/order.h")
+  max=$(sed -nE 's/^#define HCGP_ORDER_MAX \(([0-9]+) \* 1024\)$/\1/p' "$S/spank/order.h")
+  [ -n "$env" ] && [ -n "$max" ] || { echo "spank/order.h: no HCGP_ORDER_ENV or HCGP_ORDER_MAX"; false; }
+  grep -qF "\`$env\`" "$S/doc/plugin.md" || { echo "doc/plugin.md does not name $env"; false; }
+  grep -qF "$env" "$S/spank/spank_hcg.8" || { echo "spank_hcg.8 does not name $env"; false; }
+  grep -qF "at most $max KiB" "$S/doc/plugin.md" || { echo "doc/plugin.md does not say 'at most $max KiB'"; false; }
+}

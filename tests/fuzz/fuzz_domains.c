@@ -8,9 +8,12 @@
  *   0  a host list: every name is at most HCGP_NODE_NAME_MAX bytes, printable,
  *      no more than the bound; the same list expands the same twice
  *   1  task counts for 1 to 64 nodes (the second byte): each count >= 1
- *   2+ topology.conf for a step of 4 nodes (n[1-4], 2 tasks each, this node
- *      n2 at b1.n2 or s0.s1.n2): the state is one of the three, a reason
- *      says why when unknown, and every task's domain is a known one
+ *   2, 3 topology.conf for a step of 4 nodes (n[1-4], 2 tasks each, this
+ *      node n2 at b1.n2 or s0.s1.n2): the state is one of the three, a
+ *      reason says why when unknown, and every task's domain is a known one
+ *   4+ srun's placement text (spank/order.h) for 1 to 16 nodes of 1 to 4
+ *      tasks (the second byte): decoded, every task is on a node of the
+ *      step and each node holds its count; else a reason
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 
 #include "domains.h"
 #include "fuzz.h"
+#include "order.h"
 
 #define MAX_NAMES 4096
 
@@ -59,6 +63,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!hcgp_tasks_per_node(len ? text + 1 : text, nnodes, counts))
       for (int i = 0; i < nnodes; i++)
         CHECK(counts[i] >= 1 && counts[i] <= HCG_MAX_WORLD);
+  } else if (mode >= 4) {
+    int nnodes = len ? 1 + (unsigned char)text[0] % 16 : 1, counts[16],
+        held[16] = {0}, world = 0;
+    for (int i = 0; i < nnodes; i++)
+      world += counts[i] = 1 + (i * 7 + (len ? text[0] : 0)) % 4;
+    struct hcgp_step s;
+    char why[512];
+    if (!hcgp_order_decode(len ? text + 1 : text, counts, nnodes, world, &s,
+                           why, sizeof why)) {
+      for (int r = 0; r < world; r++) {
+        int node = hcgp_step_node(&s, r);
+        CHECK(node >= 0 && node < nnodes);
+        held[node]++;
+      }
+      for (int i = 0; i < nnodes; i++)
+        CHECK(held[i] == counts[i]);
+      hcgp_step_free(&s);
+    } else {
+      CHECK(memchr(why, '\0', sizeof why));
+    }
   } else {
     int local[2] = {2, 3};
     struct hcgp_domain_input in;
@@ -68,6 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     in.addr = tree ? "s0.s1.n2" : "b1.n2";
     in.nodelist = "n[1-4]";
     in.tasks_per_node = "2(x4)";
+    in.placement = "block";
     in.nnodes = 4;
     in.nodeid = 1;
     in.world = 8;

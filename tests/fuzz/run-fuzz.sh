@@ -5,7 +5,7 @@
 #   fuzz_args     the plugin's plugstack.conf arguments (spank/args.c)
 #   fuzz_forward  the hand-over slurmstepd decodes (spank/forward.c)
 #   fuzz_domains  what slurmstepd reads to learn NVLink domains (spank/domains.c,
-#                 topology.c, step.c, hostlist.c)
+#                 topology.c, step.c, order.c, hostlist.c)
 #   fuzz_megatron Megatron's arguments to a layout (runtime/core/megatron.c)
 #
 #   tests/fuzz/run-fuzz.sh [SECONDS] [WORKERS] [TARGET...]
@@ -46,7 +46,7 @@ for t in $targets; do
   case $t in
     fuzz_layout) extra="" corpus=corpus dict=$fz/layout.dict len=$max_len ;;
     fuzz_args) extra=$src/spank/args.c corpus=corpus_args dict=$fz/args.dict len=4096 ;;
-    fuzz_domains) extra="$src/spank/domains.c $src/spank/topology.c $src/spank/step.c $src/spank/hostlist.c" corpus=corpus_domains dict=$fz/domains.dict len=65536 ;;
+    fuzz_domains) extra="$src/spank/domains.c $src/spank/topology.c $src/spank/step.c $src/spank/order.c $src/spank/hostlist.c" corpus=corpus_domains dict=$fz/domains.dict len=65536 ;;
     fuzz_megatron) extra="" corpus=corpus_megatron dict=$fz/megatron.dict len=4096 ;;
     fuzz_forward)
       extra=$src/spank/forward.c corpus=corpus_forward len=$((max_len + 64))

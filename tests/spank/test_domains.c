@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "domains.h"
+#include "order.h"
 #include "placement.h"
 
 TCase *domains_tcase(void);
@@ -188,6 +189,121 @@ START_TEST(step_layouts) {
 }
 END_TEST
 
+/* ---- Slurm's layout, as srun hands it on (order.h) ----------------------- */
+
+/* Encodes the layout node[r] (the node of each rank) and decodes it again:
+ * the text, and every rank back on its node. */
+static void expect_order(const int *node, int nnodes, int world, int plane,
+                         const char *text) {
+  int counts[16] = {0};
+  uint32_t ids[16][64], *tids[16];
+  for (int r = 0; r < world; r++)
+    ids[node[r]][counts[node[r]]++] = (uint32_t)r;
+  for (int i = 0; i < nnodes; i++)
+    tids[i] = ids[i];
+  char buf[256], why[256];
+  int rc =
+      hcgp_order_encode(nnodes, world, counts, (const uint32_t *const *)tids,
+                        plane, buf, sizeof buf, why, sizeof why);
+  if (text[0] == '!') {
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(strstr(why, text + 1), "'%s' not in '%s'", text + 1, why);
+    return;
+  }
+  ck_assert_msg(rc == 0, "%s", why);
+  ck_assert_str_eq(buf, text);
+  struct hcgp_step s;
+  ck_assert_int_eq(
+      hcgp_order_decode(buf, counts, nnodes, world, &s, why, sizeof why), 0);
+  for (int r = 0; r < world; r++)
+    ck_assert_int_eq(hcgp_step_node(&s, r), node[r]);
+  hcgp_step_free(&s);
+}
+
+START_TEST(slurm_orders) {
+  /* Slurm 26.05, 4 nodes n1..n4 of 2 tasks, block in topology order:
+   * blocks b1=n3,n4 b2=n1,n2 (swapped), and b1=n1,n3 b2=n2,n4. */
+  int swapped[] = {2, 2, 3, 3, 0, 0, 1, 1};
+  expect_order(swapped, 4, 8, 0, "block:2-3,0-1");
+  int interleaved[] = {0, 0, 2, 2, 1, 1, 3, 3};
+  expect_order(interleaved, 4, 8, 0, "block:0,2,1,3");
+  int name[] = {0, 0, 1, 1, 2, 2, 3, 3};
+  expect_order(name, 4, 8, 0, "block");
+  int cyclic[] = {0, 1, 2, 3, 0, 1, 2, 3};
+  expect_order(cyclic, 4, 8, 0, "cyclic");
+  int plane[] = {0, 0, 0, 1, 1, 1, 0, 1}; /* plane=3 over 4 and 4 */
+  expect_order(plane, 2, 8, 3, "plane=3");
+  /* plane=2 over counts 3,3,1,1 (Slurm's own counts for plane with
+   * --overcommit), the plane size not given: read from the layout. */
+  int uneven[] = {0, 0, 1, 1, 2, 3, 0, 1};
+  expect_order(uneven, 4, 8, 0, "plane=2");
+  expect_order(uneven, 4, 8, 2, "plane=2");
+  int arbitrary[] = {0, 1, 1, 0};
+  expect_order(arbitrary, 2, 4, 0, "!in a way hcg does not model");
+  /* Random counts and orders: block over the order comes back. */
+  unsigned seed = 11;
+  for (int trial = 0; trial < 200; trial++) {
+    int n = 1 + trial % 16, order[16], counts[16], node[64], world = 0;
+    for (int i = 0; i < n; i++)
+      order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+      seed = seed * 1103515245u + 12345u;
+      int j = (int)((seed >> 16) % (unsigned)(i + 1)), t = order[i];
+      order[i] = order[j];
+      order[j] = t;
+    }
+    for (int i = 0; i < n; i++) {
+      seed = seed * 1103515245u + 12345u;
+      counts[i] = 1 + (int)((seed >> 16) % 4);
+    }
+    for (int i = 0; i < n; i++)
+      for (int k = 0; k < counts[order[i]]; k++)
+        node[world++] = order[i];
+    int tc[16] = {0};
+    uint32_t ids[16][64], *tids[16];
+    for (int r = 0; r < world; r++)
+      ids[node[r]][tc[node[r]]++] = (uint32_t)r;
+    for (int i = 0; i < n; i++)
+      tids[i] = ids[i];
+    char buf[256], why[256];
+    ck_assert_int_eq(hcgp_order_encode(n, world, counts,
+                                       (const uint32_t *const *)tids, 0, buf,
+                                       sizeof buf, why, sizeof why),
+                     0);
+    struct hcgp_step s;
+    ck_assert_int_eq(
+        hcgp_order_decode(buf, counts, n, world, &s, why, sizeof why), 0);
+    for (int r = 0; r < world; r++)
+      ck_assert_int_eq(hcgp_step_node(&s, r), node[r]);
+    hcgp_step_free(&s);
+  }
+  /* Bounds: a text that does not fit says so. */
+  int c4[] = {2, 2, 2, 2};
+  uint32_t a[] = {4, 5}, b[] = {0, 1}, c[] = {6, 7}, d[] = {2, 3};
+  const uint32_t *t4[] = {a, b, c, d};
+  char small[8], why[256];
+  ck_assert_int_eq(
+      hcgp_order_encode(4, 8, c4, t4, 0, small, sizeof small, why, sizeof why),
+      -1);
+  ck_assert_ptr_nonnull(strstr(why, "longer than hcg forwards"));
+  ck_assert_int_eq(
+      hcgp_order_encode(0, 8, c4, t4, 0, small, sizeof small, why, sizeof why),
+      -1);
+  /* The header ties the text to one step. */
+  char value[64];
+  ck_assert_int_eq(hcgp_order_value(7, 2, "block:1,0", value, sizeof value), 0);
+  ck_assert_str_eq(value, "hcgo1:7.2:block:1,0");
+  ck_assert_str_eq(hcgp_order_text(value, 7, 2), "block:1,0");
+  ck_assert_ptr_null(hcgp_order_text(value, 7, 3));
+  ck_assert_ptr_null(hcgp_order_text(value, 71, 2));
+  ck_assert_ptr_null(hcgp_order_text(NULL, 7, 2));
+}
+END_TEST
+
+/* Every node of the interleaved cluster (b1 = nodes 0 and 2, b2 = 1 and 3,
+ * block in that order): each rank's domain, and each node's verdict on
+ * `text` under refuse: the same everywhere. */
+
 /* ---- the domains
  * ---------------------------------------------------------------- */
 
@@ -209,6 +325,7 @@ static struct hcgp_domain_input input(int nodeid, const char *pattern,
   in.addr = addr;
   in.nodelist = "vm,hcgn[2-4]";
   in.tasks_per_node = "2(x4)";
+  in.placement = "block";
   in.nnodes = 4;
   in.nodeid = nodeid;
   in.world = 8;
@@ -253,7 +370,7 @@ START_TEST(domains_learnt) {
   hcgp_domains_free(&d);
 
   in = input(3, "switch.switch.node", "s0.s2.hcgn4", tree, local);
-  in.distribution = "cyclic:fcyclic";
+  in.placement = "cyclic";
   local[0] = 3, local[1] = 7; /* cyclic: ranks 3 and 7 on the last node */
   hcgp_domains_build(&d, &in);
   ck_assert_msg(d.state == HCGP_DOMAINS_KNOWN, "%s", d.why);
@@ -328,23 +445,32 @@ START_TEST(domains_not_learnt) {
   in.tasks_per_node = "2(x3)";
   expect_why(&in, "SLURM_STEP_TASKS_PER_NODE=2(x3) does not give", 0);
   in.tasks_per_node = "3(x4)";
-  expect_why(&in, "does not add up to the step's 8 tasks", 0);
+  expect_why(&in, "srun's placement does not fit the step's 8 tasks", 0);
   in = input(1, "block.node", "b1.hcgn2", blocks, local);
-  in.distribution = "arbitrary";
-  expect_why(&in, "SLURM_DISTRIBUTION=arbitrary: hcg cannot tell", 0);
-  in.distribution = "plane";
-  expect_why(&in, "SLURM_DISTRIBUTION=plane", 0); /* no plane size */
+  in.placement = NULL;
+  expect_why(&in, "srun did not say where the step's tasks run", 0);
+  in.placement = "!Slurm dealt the step's tasks in a way hcg does not\n";
+  expect_why(&in, "Slurm dealt the step's tasks in a way hcg does not?", 0);
+  in.placement = "arbitrary";
+  expect_why(&in, "(arbitrary) names no distribution hcg knows", 0);
+  in.placement = "plane";
+  expect_why(&in, "(plane) names no distribution", 0); /* no plane size */
+  in.placement = "block:0-2";
+  expect_why(&in, "does not name each of its 4 nodes once", 0);
+  in.placement = "block:0-2,2";
+  expect_why(&in, "does not name each of its 4 nodes once", 0);
+  in.placement = "block:0-3,";
+  expect_why(&in, "does not name each of its 4 nodes once", 0);
   in = input(1, "block.node", "b1.hcgn2", blocks, local);
-  in.distribution = "cyclic"; /* but the node holds 2 and 3 */
-  expect_why(&in, "the tasks of this node are not where", 1);
+  in.placement = "cyclic"; /* but the node holds 2 and 3 */
+  expect_why(&in, "the tasks of this node are not where srun says", 1);
+  in.placement = "block:2-3,0-1"; /* node 1 would hold 6 and 7 */
+  expect_why(&in, "the tasks of this node are not where srun says", 1);
   in = input(1, "block.node", "b1.hcgn2", blocks, local);
   in.nnodes = 0;
   expect_why(&in, "no usable node count", 0);
 }
 END_TEST
-
-/* ---- the domain level of the check
- * ---------------------------------------------- */
 
 struct stepd {
   struct hcgp_domains *d;
@@ -354,6 +480,50 @@ static int mine(void *arg, int rank) {
   const struct stepd *s = arg;
   return hcgp_domains_node_of(s->d, rank) == s->node ? 0 : -1;
 }
+
+START_TEST(domains_in_topology_order) {
+  static const char inter[] = "BlockName=b1 Nodes=vm,hcgn3\n"
+                              "BlockName=b2 Nodes=hcgn2,hcgn4\n";
+  const char *texts[] = {"tp=2,dp=4", "tp=2,dp=2,ep=2", "dp=4,ep=2"};
+  const int crosses[] = {0, 1, 1};
+  for (int k = 0; k < 4; k++) {
+    int local[2];
+    const char *addr[] = {"b1.vm", "b2.hcgn2", "b1.hcgn3", "b2.hcgn4"};
+    struct hcgp_domain_input in = input(k, "block.node", addr[k], inter, local);
+    in.placement = "block:0,2,1,3";
+    int first[] = {0, 4, 2, 6};
+    local[0] = first[k];
+    local[1] = first[k] + 1;
+    struct hcgp_domains d;
+    hcgp_domains_build(&d, &in);
+    ck_assert_msg(d.state == HCGP_DOMAINS_KNOWN, "%s", d.why);
+    char got[16] = "";
+    for (int r = 0; r < 8; r++)
+      got[r] = (char)('0' + hcgp_domains_domain_of(&d, r));
+    ck_assert_str_eq(got, "00001111");
+    for (int t = 0; t < 3; t++) {
+      hcg_layout *L = NULL;
+      hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+      cfg.world_size = 8;
+      hcg_error err = HCG_ERROR_INIT;
+      ck_assert_int_eq(
+          hcg_layout_parse(texts[t], strlen(texts[t]), &cfg, &L, &err), 0);
+      struct stepd s = {&d, k};
+      struct hcgp_node_check c;
+      ck_assert_int_eq(hcgp_domain_check(L, "tp,ep", local, 2,
+                                         hcgp_domains_domain_of, &d, mine, &s,
+                                         0, 1, &c),
+                       0);
+      ck_assert_int_eq(c.step, crosses[t]);
+      hcg_layout_free(L);
+    }
+    hcgp_domains_free(&d);
+  }
+}
+END_TEST
+
+/* ---- the domain level of the check
+ * ---------------------------------------------- */
 
 /* Every node's domain check of `text` on the 4-node cluster above: how
  * many speak, and the line of the one that does. */
@@ -376,11 +546,11 @@ static int domain_speakers(const char *text, int policy, char *line,
     struct hcgp_node_check c;
     struct hcgp_node_check quiet;
     ck_assert_int_eq(hcgp_domain_check(L, NULL, own, 2, hcgp_domains_domain_of,
-                                       &d, mine, &s, 0, &quiet),
+                                       &d, mine, &s, 0, 0, &quiet),
                      0);
     ck_assert_int_eq(quiet.speak, 0);
     ck_assert_int_eq(hcgp_domain_check(L, NULL, own, 2, hcgp_domains_domain_of,
-                                       &d, mine, &s, 1, &c),
+                                       &d, mine, &s, 1, 0, &c),
                      0);
     ck_assert_int_eq(quiet.crossing, c.crossing);
     if (!c.speak)
@@ -467,7 +637,9 @@ TCase *domains_tcase(void) {
   tcase_add_test(t, hostlists);
   tcase_add_test(t, tasks_per_node);
   tcase_add_test(t, step_layouts);
+  tcase_add_test(t, slurm_orders);
   tcase_add_test(t, domains_learnt);
+  tcase_add_test(t, domains_in_topology_order);
   tcase_add_test(t, domains_not_learnt);
   tcase_add_test(t, domain_check_speaks_once);
   tcase_add_test(t, args_intra_domain_dims);
