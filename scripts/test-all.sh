@@ -134,10 +134,11 @@ counts() {
 
 # The reasons of the skips in a step's log, one per line: bats's
 # "# skip REASON", unittest's "skipped 'REASON'" and a whole step's
-# "SKIP: REASON" (tests/gpu/check.sh without a GPU).
+# "SKIP: REASON" (tests/gpu/check.sh without a GPU); a line gives one
+# reason at most (t: on to the next line once one matched).
 skip_reasons() {
-  sed -n -e 's/^ok [0-9]* .* # skip *//p' \
-    -e "s/.* \.\.\. skipped '\(.*\)'\$/\1/p" -e 's/^SKIP: //p' "$1"
+  sed -n -e 's/^ok [0-9]* .* # skip *//p' -e t \
+    -e "s/.* \.\.\. skipped '\(.*\)'\$/\1/p" -e t -e 's/^SKIP: //p' "$1"
 }
 
 # step NAME CMD...: runs CMD bounded, its output shown and kept in a log.
