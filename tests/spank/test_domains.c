@@ -192,7 +192,7 @@ END_TEST
 /* ---- Slurm's layout, as srun hands it on (order.h) ----------------------- */
 
 /* Encodes the layout node[r] (the node of each rank) and decodes it again:
- * the text, and every rank back on its node. */
+ * the text (any text where text is NULL), and every rank back on its node. */
 static void expect_order(const int *node, int nnodes, int world, int plane,
                          const char *text) {
   int counts[16] = {0};
@@ -205,13 +205,14 @@ static void expect_order(const int *node, int nnodes, int world, int plane,
   int rc =
       hcgp_order_encode(nnodes, world, counts, (const uint32_t *const *)tids,
                         plane, buf, sizeof buf, why, sizeof why);
-  if (text[0] == '!') {
+  if (text && text[0] == '!') {
     ck_assert_int_eq(rc, -1);
     ck_assert_msg(strstr(why, text + 1), "'%s' not in '%s'", text + 1, why);
     return;
   }
   ck_assert_msg(rc == 0, "%s", why);
-  ck_assert_str_eq(buf, text);
+  if (text)
+    ck_assert_str_eq(buf, text);
   struct hcgp_step s;
   ck_assert_int_eq(
       hcgp_order_decode(buf, counts, nnodes, world, &s, why, sizeof why), 0);
@@ -259,23 +260,7 @@ START_TEST(slurm_orders) {
     for (int i = 0; i < n; i++)
       for (int k = 0; k < counts[order[i]]; k++)
         node[world++] = order[i];
-    int tc[16] = {0};
-    uint32_t ids[16][64], *tids[16];
-    for (int r = 0; r < world; r++)
-      ids[node[r]][tc[node[r]]++] = (uint32_t)r;
-    for (int i = 0; i < n; i++)
-      tids[i] = ids[i];
-    char buf[256], why[256];
-    ck_assert_int_eq(hcgp_order_encode(n, world, counts,
-                                       (const uint32_t *const *)tids, 0, buf,
-                                       sizeof buf, why, sizeof why),
-                     0);
-    struct hcgp_step s;
-    ck_assert_int_eq(
-        hcgp_order_decode(buf, counts, n, world, &s, why, sizeof why), 0);
-    for (int r = 0; r < world; r++)
-      ck_assert_int_eq(hcgp_step_node(&s, r), node[r]);
-    hcgp_step_free(&s);
+    expect_order(node, n, world, 0, NULL);
   }
   /* Bounds: a text that does not fit says so. */
   int c4[] = {2, 2, 2, 2};
