@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import datetime
+import inspect
 import os
 import threading
 import weakref
@@ -69,6 +70,16 @@ def dist() -> Dist:
             "this PyTorch build has no torch.distributed (is_available() is "
             "False): hcg.torch cannot create process groups")
     return d
+
+
+def accepts(fn: Any, name: str) -> bool:
+    """Whether ``fn`` (a torch call) takes a parameter ``name``: how hcg
+    tells what this torch has, never by its version. False where the
+    signature cannot be read."""
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def require_initialized(api: str) -> Dist:

@@ -30,7 +30,8 @@ import os
 import resource
 from typing import Any, Optional, Tuple
 
-from ..errors import HcgError, HcgRuntimeError, Status, error
+from ..errors import (HcgError, HcgRuntimeError, HcgTypeError, HcgValueError, Status,
+                      error)
 from ._base import Dist
 
 #: Files a process keeps for everything but gloo's connections: its
@@ -210,7 +211,6 @@ def device_of(device_id: Any) -> Tuple[Any, str]:
     """A ``device_id`` as init() takes it (an int, "cuda:N" or a
     torch.device of type cuda with an index), as a torch.device, with its
     text. Raises HcgTypeError / HcgValueError for anything else."""
-    from ..errors import HcgTypeError, HcgValueError
     import torch
 
     if isinstance(device_id, bool) or not isinstance(device_id, (int, str, torch.device)):

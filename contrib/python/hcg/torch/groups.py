@@ -42,7 +42,6 @@ from __future__ import annotations
 import concurrent.futures
 import datetime
 import hashlib
-import inspect
 import os
 import threading
 import time
@@ -52,8 +51,8 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 from ..errors import HcgError, HcgRuntimeError, HcgValueError, Status
 from . import _binding, _meet, _places
 from . import store as jobstore
-from ._base import (STATE, Dist, ProcessGroup, Store, dist, keep_backends,
-                    require_initialized)
+from ._base import (STATE, Dist, ProcessGroup, Store, accepts, dist,
+                    keep_backends, require_initialized)
 
 #: Most groups a rank connects at once. Measured with bench_torch's
 #: collection at 32 tasks on 2 CPUs (7 shared groups per rank, torch 1.13):
@@ -101,13 +100,6 @@ _created_lock = threading.Lock()
 #: read the addresses of its earlier life. Every member creates a tag the
 #: same number of times, so they agree on the prefix.
 _created: Dict[str, int] = {}
-
-
-def _accepts(fn: Callable[..., Any], name: str) -> bool:
-    try:
-        return name in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _registry(c10d: Any) -> Optional[Tuple[Dict[Any, Any], Dict[Any, Any], Dict[Any, Any]]]:
@@ -216,9 +208,9 @@ class _Helper(_Way):
         self.helper = helper
         self.pg_group_ranks = pg_group_ranks
         self.options = next((n for n in ("backend_options", "pg_options")
-                             if _accepts(helper, n)), None)
-        self.desc = _accepts(helper, "group_desc")
-        self.device = _accepts(helper, "device_id")
+                             if accepts(helper, n)), None)
+        self.desc = accepts(helper, "group_desc")
+        self.device = accepts(helper, "device_id")
 
     def make(self, d: Dist, s: GroupSpec, grank: int, store: Store,
              prefix: str, default_backend: str) -> ProcessGroup:
@@ -278,7 +270,7 @@ class _Split(_Way):
 
     def __init__(self, split_group: Callable[..., Any]) -> None:
         self.split_group = split_group
-        self.desc = _accepts(split_group, "group_desc")
+        self.desc = accepts(split_group, "group_desc")
 
     def make(self, d: Dist, s: GroupSpec, grank: int, store: Store,
              prefix: str, default_backend: str) -> ProcessGroup:
@@ -337,10 +329,10 @@ def _detect(d: Dist) -> _Way:
         return _Constructor(tables)
     helper = getattr(c10d, "_new_process_group_helper", None)
     if tables is not None and helper is not None and \
-            _accepts(helper, "group_name") and _accepts(helper, "store"):
+            accepts(helper, "group_name") and accepts(helper, "store"):
         return _Helper(helper, tables[2])
-    if _accepts(d.new_group, "use_local_synchronization"):
-        return _Public(_accepts(d.new_group, "group_desc"))
+    if accepts(d.new_group, "use_local_synchronization"):
+        return _Public(accepts(d.new_group, "group_desc"))
     raise HcgRuntimeError(Status.ENOTSUP, "this PyTorch has neither a backend "
                           "constructor that gives a process group, nor a group "
                           "helper that takes a group name, nor "

@@ -25,7 +25,6 @@ from __future__ import annotations
 import atexit
 import ctypes
 import datetime
-import inspect
 import math
 import os
 import secrets
@@ -38,7 +37,7 @@ from ..env import TaskEnv, from_environ, in_task
 from ..errors import HcgError, HcgRuntimeError, PeerError, Status, from_c
 from . import _binding, _meet, _places
 from . import store as jobstore
-from ._base import (MAX_TIMEOUT_S, STATE, Dist, Store, Timeout, dist,
+from ._base import (MAX_TIMEOUT_S, STATE, Dist, Store, Timeout, accepts, dist,
                     keep_backends, timeout_of)
 from ._meet import first_line
 
@@ -449,11 +448,7 @@ def _device_problem(d: Dist, device_id: Any) -> Tuple[Any, Optional[HcgError]]:
         device, _ = _binding.device_of(device_id)
     except HcgError as exc:
         return None, exc
-    try:
-        takes = "device_id" in inspect.signature(d.init_process_group).parameters
-    except (TypeError, ValueError):
-        takes = False
-    if not takes:
+    if not accepts(d.init_process_group, "device_id"):
         return None, HcgRuntimeError(Status.ENOTSUP, "hcg.torch.init(device_id=%s): "
                                      "this PyTorch's init_process_group takes no "
                                      "device_id: call init() without it" % device)
