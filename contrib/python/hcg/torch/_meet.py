@@ -289,6 +289,20 @@ def meet(store: Store, index: int, members: Sequence[int], rank: int,
     raise _peer_error(what, failed)
 
 
+def connected(d: Any, pg: Any, backend: str) -> None:
+    """Returns once every member of the gloo group ``pg`` has finished
+    connecting it (a barrier over it); other backends return at once.
+    gloo's full mesh returns on a member as soon as its own pairs are up,
+    while a peer may still be reading the last handshake: a member that
+    went on and ended (a check that refuses right after init(), a short
+    program) closed a socket under that peer, which then failed with
+    "Connection closed by peer" instead of reaching its own outcome. The
+    barrier is gloo's dissemination barrier: log2(members) messages each,
+    on the connections the group just made."""
+    if str(backend) == "gloo":
+        d.barrier(group=pg)
+
+
 #: How torch's timeouts read: "Socket Timeout", "Timed out after 300
 #: seconds", "wait timeout after 5000ms", gloo's "Timed out waiting ...".
 _TIMEOUT_TEXT = re.compile(r"\btime[sd]?[ _-]?out", re.IGNORECASE)

@@ -736,6 +736,7 @@ class _Build:
             try:
                 pg = self.ways[s.key].make(self.d, s, grank, store, prefix,
                                            self.default_backend)
+                _meet.connected(self.d, pg, s.backend or self.default_backend)
             except Exception as exc:  # pylint: disable=broad-except
                 raise _meet.formation_error(what, t, self.fresh(s), exc,
                                             time.monotonic() - start,

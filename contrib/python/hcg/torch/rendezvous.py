@@ -432,6 +432,7 @@ def _default_group(d: Dist, task: TaskEnv, backend: str, t: datetime.timedelta,
     try:
         d.init_process_group(backend, store=torch_store, rank=task.rank,
                              world_size=task.world_size, timeout=t, **kwargs)
+        _meet.connected(d, None, backend)
     except Exception as exc:  # pylint: disable=broad-except
         err = _meet.formation_error(what, seconds, meeting, exc,
                                     time.monotonic() - start)
