@@ -1,6 +1,8 @@
 /*
  * megatron.c - Megatron-LM's parallel arguments (hcg_megatron.h): the one
- * table of what each argument is, and the layout a set of them builds.
+ * table of what each argument is, the layout a set of them builds, and,
+ * the other way, the arguments a layout stands for (by the table's indices,
+ * so that no caller names them again).
  *
  * One model (megatron/training/arguments.py, parallel_state.py of Megatron
  * main): a grid `world` with dims tp, gtp_remat, cp, dp, pp (pp before dp
@@ -609,5 +611,281 @@ int hcg_megatron_layout(const char *args, const hcg_megatron_config *cfg,
   if (rc) /* a bad encoder name, or a size the parser refuses */
     return hcg__fail(err, rc, "the layout of these arguments is refused: %s",
                      perr.message);
+  return HCG_OK;
+}
+
+/* ---------------------------------------------------------------------------
+ * A layout back to the arguments (hcg_megatron_values): the dims of each
+ * grid as Megatron's ModuleGridSpec, then the arguments those sizes are.
+ */
+
+/* Megatron's two orders of a view's dims: [0] dp before pp, [1] pp before
+ * dp (--use-tp-pp-dp-mapping). */
+static const char *const mg_base_order[2][5] = {
+    {"tp", "gtp_remat", "cp", "dp", "pp"},
+    {"tp", "gtp_remat", "cp", "pp", "dp"}};
+static const char *const mg_expert_order[2][5] = {
+    {"expt_tp", "ep", "expt_gtp_remat", "expt_dp", "pp"},
+    {"expt_tp", "ep", "expt_gtp_remat", "pp", "expt_dp"}};
+
+#define MG_EXPERT_VIEW "expert"
+#define MG_LANGUAGE "language"
+
+/* Position of name among the five of order, or -1. */
+static int order_pos(const char *const order[5], const char *name) {
+  for (int i = 0; i < 5; i++)
+    if (!strcmp(order[i], name))
+      return i;
+  return -1;
+}
+
+/* A view's size of name; 1 when the view lacks it. */
+static int view_size(const struct hcg_view *v, const char *name) {
+  for (int d = 0; d < v->ndims; d++)
+    if (!strcmp(v->dims[d].name, name))
+      return v->dims[d].size;
+  return 1;
+}
+
+/* Fails for a dim of the view that Megatron lacks there (not in order). */
+static int known_dims(const struct hcg_view *v, const char *const order[5],
+                      const char *what, hcg_error *err) {
+  for (int d = 0; d < v->ndims; d++)
+    if (order_pos(order, v->dims[d].name) < 0)
+      return hcg__fail(err, HCG_ELAYOUT,
+                       "%s has dim '%s', which Megatron does not have there "
+                       "(its dims: %s, %s, %s, %s, %s)",
+                       what, v->dims[d].name, order[0], order[1], order[2],
+                       order[3], order[4]);
+  return HCG_OK;
+}
+
+/* Which of the two orders the view's dims of size > 1 follow (all known):
+ * *before (pp before dp) is 1 or 0 when pp and dp (named dp) are both
+ * larger than 1, else -1. Fails when they follow neither. */
+static int view_order(const struct hcg_view *v, const char *const orders[2][5],
+                      const char *dp, const char *what, int *before,
+                      hcg_error *err) {
+  int fits[2];
+  for (int k = 0; k < 2; k++) {
+    int last = -1;
+    fits[k] = 1;
+    for (int d = 0; d < v->ndims && fits[k]; d++) {
+      if (v->dims[d].size <= 1)
+        continue; /* a size-1 dim changes no group wherever it stands */
+      int at = order_pos(orders[k], v->dims[d].name);
+      fits[k] = at > last;
+      last = at;
+    }
+  }
+  if (!fits[0] && !fits[1]) {
+    char big[HCG_MAX_DIMS * HCG_NAME_BUF + 1] = "";
+    size_t len = 0;
+    for (int d = 0; d < v->ndims; d++)
+      if (v->dims[d].size > 1) {
+        int w = snprintf(big + len, sizeof big - len, "%s%s", len ? "," : "",
+                         v->dims[d].name);
+        if (w < 0 || (size_t)w >= sizeof big - len)
+          break;
+        len += (size_t)w;
+      }
+    return hcg__fail(err, HCG_ELAYOUT,
+                     "%s orders its dims %s; Megatron orders them "
+                     "%s,%s,%s,%s,%s (or %s,%s,%s,%s,%s with "
+                     "--use-tp-pp-dp-mapping)",
+                     what, big, orders[0][0], orders[0][1], orders[0][2],
+                     orders[0][3], orders[0][4], orders[1][0], orders[1][1],
+                     orders[1][2], orders[1][3], orders[1][4]);
+  }
+  *before = view_size(v, "pp") > 1 && view_size(v, dp) > 1 ? fits[1] : -1;
+  return HCG_OK;
+}
+
+int hcg_megatron_grid_sizes(const hcg_layout *layout, int grid,
+                            hcg_megatron_sizes *out, hcg_error *err) {
+  if (!layout || !out || grid < 0 || grid >= layout->ngrids)
+    return hcg__fail(err, HCG_EINVAL, "hcg_megatron_grid_sizes: %s",
+                     !layout || !out ? "invalid argument"
+                                     : "grid index out of range");
+  const struct hcg_grid *g = &layout->grids[grid];
+  const struct hcg_view *base = &g->views[0];
+  char what[HCG_NAME_BUF * 2 + 16];
+  snprintf(what, sizeof what, "grid '%s'", g->name);
+  hcg_megatron_sizes s = {0};
+  int rc = known_dims(base, mg_base_order[0], what, err);
+  if (!rc)
+    rc = view_order(base, mg_base_order, "dp", what, &s.pp_before_dp, err);
+  if (rc)
+    return rc;
+  s.tp = view_size(base, "tp");
+  s.gtp_remat = view_size(base, "gtp_remat");
+  s.cp = view_size(base, "cp");
+  s.dp = view_size(base, "dp");
+  s.pp = view_size(base, "pp");
+  const struct hcg_view *exp = NULL;
+  for (int v = 1; v < g->nviews && !exp; v++)
+    if (!strcmp(g->views[v].name, MG_EXPERT_VIEW))
+      exp = &g->views[v];
+  if (exp) {
+    snprintf(what, sizeof what, "view '%s/%s'", g->name, MG_EXPERT_VIEW);
+    int shared = 0;
+    for (int d = 0; d < exp->ndims; d++)
+      shared |= !strcmp(exp->dims[d].name, "pp") && exp->dims[d].shared;
+    int before;
+    rc = known_dims(exp, mg_expert_order[0], what, err);
+    if (rc)
+      return rc;
+    if (s.pp > 1 && !shared)
+      return hcg__fail(err, HCG_ELAYOUT,
+                       "%s does not share pp with the base; Megatron's expert "
+                       "grid does",
+                       what);
+    rc = view_order(exp, mg_expert_order, "expt_dp", what, &before, err);
+    if (rc)
+      return rc;
+    /* The shared pp enumerates alike in both views, so where both orders
+     * matter they agree. */
+    if (s.pp_before_dp < 0)
+      s.pp_before_dp = before;
+    s.expert = 1;
+    s.ep = view_size(exp, "ep");
+    s.expt_tp = view_size(exp, "expt_tp");
+    s.expt_gtp_remat = view_size(exp, "expt_gtp_remat");
+    s.expt_dp = view_size(exp, "expt_dp");
+  }
+  *out = s;
+  return HCG_OK;
+}
+
+/* The values being written: out[0 .. n-1] of cap. */
+struct mg_values {
+  hcg_megatron_value *out;
+  int cap, n, grid;
+};
+
+/* Appends arg = value for the current grid; -1 when out is full. */
+static int put_value(struct mg_values *vs, int arg, int value) {
+  if (vs->n >= vs->cap)
+    return -1;
+  vs->out[vs->n++] = (hcg_megatron_value){arg, value, vs->grid};
+  return 0;
+}
+
+/* tp * gtp_remat: both divide the grid's size, so the product is at most
+ * that size and fits an int. */
+static int shards(int tp, int remat) { return (int)((long long)tp * remat); }
+
+/* One model spanning the world: Megatron's stock arguments. */
+static int single_values(const hcg_layout *layout, int grid,
+                         const hcg_megatron_sizes *s, struct mg_values *vs,
+                         hcg_error *err) {
+  const struct hcg_grid *g = &layout->grids[grid];
+  if (g->offset != 0 || g->size != layout->world)
+    return hcg__fail(err, HCG_ELAYOUT,
+                     "grid '%s' spans [%d, %lld) of a world of %d: one "
+                     "Megatron model spans them all",
+                     g->name, g->offset, (long long)g->offset + g->size,
+                     layout->world);
+  vs->grid = grid;
+  if (put_value(vs, MG_TP, s->tp) || put_value(vs, MG_PP, s->pp) ||
+      put_value(vs, MG_CP, s->cp) || put_value(vs, MG_DP, s->dp) ||
+      put_value(vs, MG_TP_SHARDS, shards(s->tp, s->gtp_remat)) ||
+      put_value(vs, MG_GTP, s->gtp_remat) ||
+      put_value(vs, MG_WORLD, layout->world) ||
+      put_value(vs, MG_EP, s->expert ? s->ep : 1))
+    return -1;
+  if (s->expert &&
+      (put_value(vs, MG_ETP, s->expt_tp) ||
+       put_value(vs, MG_ETP_SHARDS, shards(s->expt_tp, s->expt_gtp_remat)) ||
+       put_value(vs, MG_EGTP, s->expt_gtp_remat)))
+    return -1;
+  if (s->pp_before_dp >= 0 && put_value(vs, MG_TP_PP_DP, s->pp_before_dp))
+    return -1;
+  return 0;
+}
+
+/* Megatron's MIMO example: the language module's arguments, and the
+ * encoder's when there is one encoder of tp and dp only, at rank 0. */
+static int mimo_values(const hcg_layout *layout, int lang,
+                       const hcg_megatron_sizes *sizes, struct mg_values *vs,
+                       hcg_error *err) {
+  const hcg_megatron_sizes *s = &sizes[lang];
+  if (s->pp_before_dp == 1)
+    return hcg__fail(err, HCG_ELAYOUT,
+                     "grid '%s' orders pp before dp; Megatron's MIMO topology "
+                     "orders every module tp, gtp_remat, cp, dp, pp",
+                     MG_LANGUAGE);
+  vs->grid = lang;
+  if (put_value(vs, MG_LLM_OFFSET, layout->grids[lang].offset) ||
+      put_value(vs, MG_LLM_TP, s->tp) || put_value(vs, MG_LLM_CP, s->cp) ||
+      put_value(vs, MG_LLM_PP, s->pp) || put_value(vs, MG_LLM_DP, s->dp) ||
+      put_value(vs, MG_LLM_EP, s->expert ? s->ep : 1) ||
+      put_value(vs, MG_LLM_ONLY, layout->ngrids == 1) ||
+      put_value(vs, MG_TP_SHARDS, shards(s->tp, s->gtp_remat)) ||
+      put_value(vs, MG_GTP, s->gtp_remat))
+    return -1;
+  if (s->expert &&
+      (put_value(vs, MG_LLM_ETP, s->expt_tp) ||
+       put_value(vs, MG_ETP_SHARDS, shards(s->expt_tp, s->expt_gtp_remat)) ||
+       put_value(vs, MG_EGTP, s->expt_gtp_remat)))
+    return -1;
+  if (layout->ngrids != 2)
+    return 0;
+  int enc = lang ? 0 : 1;
+  const hcg_megatron_sizes *e = &sizes[enc];
+  if (layout->grids[enc].offset != 0 || e->cp != 1 || e->pp != 1 ||
+      e->gtp_remat != 1 || (e->expert && (e->ep != 1 || e->expt_tp != 1)))
+    return 0;
+  vs->grid = enc;
+  if (put_value(vs, MG_ENC_TP, e->tp) || put_value(vs, MG_ENC_DP, e->dp))
+    return -1;
+  return 0;
+}
+
+int hcg_megatron_values(const hcg_layout *layout, hcg_megatron_value *out,
+                        int cap, int *count, hcg_error *err) {
+  if (count)
+    *count = 0;
+  if (!layout || !out || !count || cap < 0)
+    return hcg__fail(err, HCG_EINVAL, "hcg_megatron_values: invalid argument");
+  hcg_megatron_sizes sizes[HCG_MAX_GRIDS];
+  int lang = -1;
+  for (int g = 0; g < layout->ngrids; g++) {
+    int rc = hcg_megatron_grid_sizes(layout, g, &sizes[g], err);
+    if (rc)
+      return rc;
+    if (lang < 0 && !strcmp(layout->grids[g].name, MG_LANGUAGE))
+      lang = g;
+  }
+  struct mg_values vs = {out, cap, 0, 0};
+  int rc;
+  if (lang >= 0) {
+    rc = mimo_values(layout, lang, sizes, &vs, err);
+  } else if (layout->ngrids == 1) {
+    rc = single_values(layout, 0, &sizes[0], &vs, err);
+  } else {
+    char names[HCG_MAX_GRIDS * (HCG_NAME_BUF + 2)] = "";
+    size_t len = 0;
+    for (int g = 0; g < layout->ngrids; g++) {
+      int w = snprintf(names + len, sizeof names - len, "%s%s", g ? ", " : "",
+                       layout->grids[g].name);
+      if (w < 0 || (size_t)w >= sizeof names - len)
+        break;
+      len += (size_t)w;
+    }
+    return hcg__fail(err, HCG_ELAYOUT,
+                     "a layout of several grids is Megatron's MIMO topology "
+                     "only with a grid named '%s' (the language module); "
+                     "grids: %s",
+                     MG_LANGUAGE, names);
+  }
+  if (rc > 0)
+    return rc;
+  if (rc < 0)
+    return hcg__fail(err, HCG_ERANGE,
+                     "hcg_megatron_values: %d values do not hold what the "
+                     "layout determines",
+                     cap);
+  *count = vs.n;
   return HCG_OK;
 }

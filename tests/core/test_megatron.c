@@ -187,6 +187,217 @@ START_TEST(megatron_warnings) {
 }
 END_TEST
 
+/* hcg_megatron_values of a layout, as "dest=V@grid ..." into text (empty
+ * on failure); its status and *err. */
+static int values_of(hcg_layout *L, char *text, size_t cap, hcg_error *err) {
+  hcg_megatron_value v[64];
+  int n = -1;
+  int rc = hcg_megatron_values(L, v, 64, &n, err);
+  text[0] = '\0';
+  if (rc)
+    ck_assert_int_eq(n, 0);
+  ck_assert_int_le(n, hcg_megatron_arg_count());
+  size_t len = 0;
+  for (int i = 0; i < n && len < cap; i++) {
+    const hcg_megatron_arg *a = hcg_megatron_arg_at(v[i].arg);
+    ck_assert_ptr_nonnull(a);
+    snprintf(text + len, cap - len, "%s%s=%d@%s", i ? " " : "", a->dest,
+             v[i].value, hcg_grid_name(L, v[i].grid));
+    len += strlen(text + len);
+  }
+  return rc;
+}
+
+/* The values of a layout text of world ranks must be want. */
+static void expect_values(const char *layout, int world, const char *want) {
+  char text[2048];
+  hcg_error err = HCG_ERROR_INIT;
+  hcg_layout *L = must_parse(layout, world);
+  ck_assert_msg(values_of(L, text, sizeof text, &err) == HCG_OK, "%s: %s",
+                layout, err.message);
+  ck_assert_str_eq(text, want);
+  hcg_layout_free(L);
+}
+
+/* hcg_megatron_values must refuse the layout with code and message. */
+static void expect_refused(const char *layout, int world, const char *language,
+                           int code, const char *message) {
+  char text[2048];
+  hcg_error err = HCG_ERROR_INIT;
+  hcg_layout *L = must_parse_lang(layout, world, language);
+  ck_assert_int_eq(values_of(L, text, sizeof text, &err), code);
+  ck_assert_str_eq(err.message, message);
+  hcg_layout_free(L);
+}
+
+START_TEST(megatron_values_one_model) {
+  /* What `hcg layout --megatron "--tensor-model-parallel-size 2
+   * --pipeline-model-parallel-size 2" -n 16` prints, back. */
+  expect_values("world@0:tp=2,gtp_remat=1,cp=1,dp=4,pp=2;"
+                "world/expert:expt_tp=2,ep=1,expt_gtp_remat=1,expt_dp=4,pp",
+                16,
+                "tensor_model_parallel_size=2@world "
+                "pipeline_model_parallel_size=2@world "
+                "context_parallel_size=1@world data_parallel_size=4@world "
+                "tensor_parallel_num_weight_shards=2@world "
+                "gtp_weight_remat_size=1@world world_size=16@world "
+                "expert_model_parallel_size=1@world "
+                "expert_tensor_parallel_size=2@world "
+                "expert_tensor_parallel_num_weight_shards=2@world "
+                "expert_gtp_weight_remat_size=1@world "
+                "use_tp_pp_dp_mapping=0@world");
+  /* No expert view: ep is 1 and the experts' sizes are left out; pp 1:
+   * the order is too. Dims a grid lacks are 1; gtp_remat makes shards. */
+  expect_values("m:tp=2,gtp_remat=2,cp=2,dp=*", 16,
+                "tensor_model_parallel_size=2@m "
+                "pipeline_model_parallel_size=1@m context_parallel_size=2@m "
+                "data_parallel_size=2@m tensor_parallel_num_weight_shards=4@m "
+                "gtp_weight_remat_size=2@m world_size=16@m "
+                "expert_model_parallel_size=1@m");
+}
+END_TEST
+
+START_TEST(megatron_values_experts_and_order) {
+  /* --use-tp-pp-dp-mapping: pp before dp in both views. */
+  const char *text = "world@0:tp=2,gtp_remat=1,cp=1,pp=2,dp=4;"
+                     "world/expert:expt_tp=1,ep=1,expt_gtp_remat=2,pp,"
+                     "expt_dp=4";
+  expect_values(text, 16,
+                "tensor_model_parallel_size=2@world "
+                "pipeline_model_parallel_size=2@world "
+                "context_parallel_size=1@world data_parallel_size=4@world "
+                "tensor_parallel_num_weight_shards=2@world "
+                "gtp_weight_remat_size=1@world world_size=16@world "
+                "expert_model_parallel_size=1@world "
+                "expert_tensor_parallel_size=1@world "
+                "expert_tensor_parallel_num_weight_shards=2@world "
+                "expert_gtp_weight_remat_size=2@world "
+                "use_tp_pp_dp_mapping=1@world");
+  hcg_layout *L = must_parse(text, 16);
+  hcg_megatron_sizes s;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcg_megatron_grid_sizes(L, 0, &s, &err), HCG_OK);
+  ck_assert_int_eq(s.tp, 2);
+  ck_assert_int_eq(s.gtp_remat, 1);
+  ck_assert_int_eq(s.cp, 1);
+  ck_assert_int_eq(s.dp, 4);
+  ck_assert_int_eq(s.pp, 2);
+  ck_assert_int_eq(s.expert, 1);
+  ck_assert_int_eq(s.ep, 1);
+  ck_assert_int_eq(s.expt_tp, 1);
+  ck_assert_int_eq(s.expt_gtp_remat, 2);
+  ck_assert_int_eq(s.expt_dp, 4);
+  ck_assert_int_eq(s.pp_before_dp, 1);
+  ck_assert_int_eq(hcg_megatron_grid_sizes(L, 1, &s, &err), HCG_EINVAL);
+  ck_assert_int_eq(hcg_megatron_grid_sizes(L, -1, &s, NULL), HCG_EINVAL);
+  ck_assert_int_eq(hcg_megatron_grid_sizes(NULL, 0, &s, &err), HCG_EINVAL);
+  ck_assert_int_eq(hcg_megatron_grid_sizes(L, 0, NULL, &err), HCG_EINVAL);
+  hcg_layout_free(L);
+  /* pp 1 in the base, but the expert view orders its pp before expt_dp:
+   * the view decides. Size-1 dims stand anywhere. */
+  L = must_parse("w:cp=2,tp=1,dp=4; w/expert:ep=2,pp=2,expt_dp=2", 8);
+  ck_assert_int_eq(hcg_megatron_grid_sizes(L, 0, &s, &err), HCG_OK);
+  ck_assert_int_eq(s.pp_before_dp, 1);
+  ck_assert_int_eq(s.pp, 1);
+  ck_assert_int_eq(s.expt_tp, 1);
+  hcg_layout_free(L);
+  /* Neither pp nor dp above 1: no order, no expert sizes. */
+  L = must_parse("w:tp=8", 8);
+  ck_assert_int_eq(hcg_megatron_grid_sizes(L, 0, &s, &err), HCG_OK);
+  ck_assert_int_eq(s.pp_before_dp, -1);
+  ck_assert_int_eq(s.expert, 0);
+  ck_assert_int_eq(s.ep, 0);
+  ck_assert_int_eq(s.dp, 1);
+  hcg_layout_free(L);
+}
+END_TEST
+
+START_TEST(megatron_values_mimo) {
+  /* `hcg layout --megatron "--encoder-tp 2 --encoder-dp 2 --llm-offset 4"
+   * -n 8`, back: the encoder's values come last. */
+  expect_values(
+      "encoder@0:tp=2,gtp_remat=1,cp=1,dp=2,pp=1;"
+      "encoder/expert:expt_tp=1,ep=1,expt_gtp_remat=1,expt_dp=4,pp;"
+      "language@4:tp=2,gtp_remat=1,cp=1,dp=2,pp=1;"
+      "language/expert:expt_tp=1,ep=1,expt_gtp_remat=1,expt_dp=4,pp",
+      8,
+      "llm_offset=4@language llm_tp=2@language llm_cp=1@language "
+      "llm_pp=1@language llm_dp=2@language llm_ep=1@language "
+      "llm_only=0@language tensor_parallel_num_weight_shards=2@language "
+      "gtp_weight_remat_size=1@language llm_expt_tp=1@language "
+      "expert_tensor_parallel_num_weight_shards=1@language "
+      "expert_gtp_weight_remat_size=1@language encoder_tp=2@encoder "
+      "encoder_dp=2@encoder");
+  /* The language module alone. */
+  expect_values("language:tp=2,dp=2,pp=2", 8,
+                "llm_offset=0@language llm_tp=2@language llm_cp=1@language "
+                "llm_pp=2@language llm_dp=2@language llm_ep=1@language "
+                "llm_only=1@language "
+                "tensor_parallel_num_weight_shards=2@language "
+                "gtp_weight_remat_size=1@language");
+  /* Two encoders, or one with cp or off rank 0: no encoder arguments. */
+  const char *lang = "llm_offset=0@language llm_tp=2@language "
+                     "llm_cp=1@language llm_pp=1@language llm_dp=2@language "
+                     "llm_ep=1@language llm_only=0@language "
+                     "tensor_parallel_num_weight_shards=2@language "
+                     "gtp_weight_remat_size=1@language";
+  expect_values("language@0:tp=2,dp=2; a@0:tp=4; b@0:dp=4", 4, lang);
+  expect_values("language@0:tp=2,dp=2; a@0:tp=2,cp=2", 4, lang);
+}
+END_TEST
+
+START_TEST(megatron_values_refused) {
+  expect_refused("world:tp=2,ep=4", 8, NULL, HCG_ELAYOUT,
+                 "grid 'world' has dim 'ep', which Megatron does not have "
+                 "there (its dims: tp, gtp_remat, cp, dp, pp)");
+  expect_refused("world:dp=4,tp=2", 8, NULL, HCG_ELAYOUT,
+                 "grid 'world' orders its dims dp,tp; Megatron orders them "
+                 "tp,gtp_remat,cp,dp,pp (or tp,gtp_remat,cp,pp,dp with "
+                 "--use-tp-pp-dp-mapping)");
+  expect_refused("w:tp=2,dp=4; w/expert:tp,ep=4", 8, NULL, HCG_ELAYOUT,
+                 "view 'w/expert' has dim 'tp', which Megatron does not have "
+                 "there (its dims: expt_tp, ep, expt_gtp_remat, expt_dp, pp)");
+  expect_refused("llm:tp=2,pp=2,dp=2; llm/expert:ep=4,pp=2", 8, NULL,
+                 HCG_ELAYOUT,
+                 "view 'llm/expert' does not share pp with the base; "
+                 "Megatron's expert grid does");
+  expect_refused("w:tp=2,dp=2,pp=2; w/expert:expt_dp=2,ep=2,pp", 8, NULL,
+                 HCG_ELAYOUT,
+                 "view 'w/expert' orders its dims expt_dp,ep,pp; Megatron "
+                 "orders them expt_tp,ep,expt_gtp_remat,expt_dp,pp (or "
+                 "expt_tp,ep,expt_gtp_remat,pp,expt_dp with "
+                 "--use-tp-pp-dp-mapping)");
+  expect_refused("a:tp=2,dp=2; b:tp=4", 8, "a", HCG_ELAYOUT,
+                 "a layout of several grids is Megatron's MIMO topology only "
+                 "with a grid named 'language' (the language module); grids: "
+                 "a, b");
+  expect_refused("language:tp=2,pp=2,dp=2", 8, NULL, HCG_ELAYOUT,
+                 "grid 'language' orders pp before dp; Megatron's MIMO "
+                 "topology orders every module tp, gtp_remat, cp, dp, pp");
+  /* Each grid's refusal comes first, in layout order. */
+  expect_refused("a@0:tp=2,dp=2; b@0:dp=2,tp=2", 4, "a", HCG_ELAYOUT,
+                 "grid 'b' orders its dims dp,tp; Megatron orders them "
+                 "tp,gtp_remat,cp,dp,pp (or tp,gtp_remat,cp,pp,dp with "
+                 "--use-tp-pp-dp-mapping)");
+  /* Bad calls, and too small an array. */
+  hcg_layout *L = must_parse("w:tp=2,dp=4,pp=2", 16);
+  hcg_megatron_value v[9];
+  hcg_error err = HCG_ERROR_INIT;
+  int n = -1;
+  ck_assert_int_eq(hcg_megatron_values(L, v, 8, &n, &err), HCG_ERANGE);
+  ck_assert_int_eq(n, 0);
+  ck_assert_str_eq(err.message, "hcg_megatron_values: 8 values do not hold "
+                                "what the layout determines");
+  ck_assert_int_eq(hcg_megatron_values(L, v, 9, &n, &err), HCG_OK);
+  ck_assert_int_eq(n, 9); /* the order too: pp and dp above 1 */
+  ck_assert_int_eq(hcg_megatron_values(NULL, v, 8, &n, &err), HCG_EINVAL);
+  ck_assert_int_eq(hcg_megatron_values(L, NULL, 8, &n, NULL), HCG_EINVAL);
+  ck_assert_int_eq(hcg_megatron_values(L, v, -1, &n, &err), HCG_EINVAL);
+  ck_assert_int_eq(hcg_megatron_values(L, v, 8, NULL, &err), HCG_EINVAL);
+  hcg_layout_free(L);
+}
+END_TEST
+
 Suite *megatron_suite(void) {
   Suite *s = suite_create("megatron");
   TCase *tc = tcase_create("arguments");
@@ -194,6 +405,10 @@ Suite *megatron_suite(void) {
   tcase_add_test(tc, megatron_layouts);
   tcase_add_test(tc, megatron_errors);
   tcase_add_test(tc, megatron_warnings);
+  tcase_add_test(tc, megatron_values_one_model);
+  tcase_add_test(tc, megatron_values_experts_and_order);
+  tcase_add_test(tc, megatron_values_mimo);
+  tcase_add_test(tc, megatron_values_refused);
   suite_add_tcase(s, tc);
   return s;
 }

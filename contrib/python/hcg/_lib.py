@@ -142,6 +142,24 @@ class MegatronArg(ctypes.Structure):
     ]
 
 
+class MegatronSizes(ctypes.Structure):
+    """struct hcg_megatron_sizes"""
+
+    _fields_ = [(name, ctypes.c_int) for name in (
+        "tp", "gtp_remat", "cp", "dp", "pp", "expert", "ep", "expt_tp",
+        "expt_gtp_remat", "expt_dp", "pp_before_dp")]
+
+
+class MegatronValue(ctypes.Structure):
+    """struct hcg_megatron_value"""
+
+    _fields_ = [
+        ("arg", ctypes.c_int),
+        ("value", ctypes.c_int),
+        ("grid", ctypes.c_int),
+    ]
+
+
 # void (*hcg_warn_fn)(void *arg, const char *message)
 WARN_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
 
@@ -242,6 +260,10 @@ _PROTOTYPES = {
     "hcg_megatron_arg_count": (_c_int, []),
     "hcg_megatron_arg_at": (_P(MegatronArg), [_c_int]),
     "hcg_megatron_layout": (_c_int, [_c_str, _P(MegatronConfig), _P(_L),
+                                     _P(Error)]),
+    "hcg_megatron_grid_sizes": (_c_int, [_L, _c_int, _P(MegatronSizes),
+                                         _P(Error)]),
+    "hcg_megatron_values": (_c_int, [_L, _P(MegatronValue), _c_int, _int_p,
                                      _P(Error)]),
     # Contexts, only as far as hcg.torch.init needs them: the default
     # config but for the timeout, and the publication of every rank's

@@ -6,7 +6,8 @@ torch.
   the command and Python share one model of them.
 * :func:`megatron_args` reads the task's layout (what ``srun
   --hcg-layout="$(hcg layout --megatron "$ARGS" -n N)"`` gave it) back into
-  the sizes of Megatron's parallel arguments, and :func:`check_megatron_args`
+  the sizes of Megatron's parallel arguments (libhcg's hcg_megatron_values,
+  over the same table), and :func:`check_megatron_args`
   compares them with a training script's parsed arguments, refusing to start
   (naming each dim) when they disagree.
 * :func:`arguments` lists the arguments hcg reads, from the library's table:
@@ -28,7 +29,7 @@ from typing import (Any, Dict, List, Mapping, NamedTuple, Optional, Sequence,
 from . import _lib
 from ._source import Source, resolve_source
 from .errors import HcgValueError, Status, error
-from .layout import Grid, Layout, _cint
+from .layout import Layout, _cint
 
 #: Megatron's name of the language module (MIMO_LANGUAGE_MODULE_KEY).
 LANGUAGE = "language"
@@ -97,13 +98,8 @@ class MegatronError(HcgValueError):
 
 
 # ---------------------------------------------------------------------------
-# Sizes of a layout, as Megatron's arguments
-
-_BASE_ORDERS = (("tp", "gtp_remat", "cp", "dp", "pp"),
-                ("tp", "gtp_remat", "cp", "pp", "dp"))
-_EXPERT_ORDERS = (("expt_tp", "ep", "expt_gtp_remat", "expt_dp", "pp"),
-                  ("expt_tp", "ep", "expt_gtp_remat", "pp", "expt_dp"))
-
+# Sizes of a layout, as Megatron's arguments: libhcg's hcg_megatron_values
+# and hcg_megatron_grid_sizes, the inverse of hcg_megatron_layout.
 
 class ModuleSizes(NamedTuple):
     """One grid's sizes, named as Megatron's ModuleGridSpec (dims a grid
@@ -128,55 +124,27 @@ class ModuleSizes(NamedTuple):
     pp_before_dp: Optional[bool]
 
 
-def _dims_of(view: Any, known: Sequence[str], what: str) -> Dict[str, int]:
-    sizes = {d.name: d.size for d in view.dims}
-    extra = [d for d in sizes if d not in known]
-    if extra:
-        raise MegatronError(Status.ELAYOUT, "%s has dim '%s', which Megatron "
-                            "does not have there (its dims: %s)"
-                            % (what, extra[0], ", ".join(known)))
-    return sizes
+def _refused(rc: int, err: _lib.Error) -> None:
+    """Raises the library's refusal of a layout (rc != 0)."""
+    if rc != 0:
+        raise MegatronError(rc, _lib.text(err.message), err.line, err.column)
 
 
-def _pp_before_dp(sizes: Dict[str, int], orders: Sequence[Sequence[str]],
-                  dp: str, what: str) -> Optional[bool]:
-    """Which of Megatron's two orders the dims of size > 1 follow (size-1
-    dims change no group wherever they are); None when both do."""
-    big = [d for d in sizes if sizes[d] > 1]
-    fits = [big == [d for d in order if d in big] for order in orders]
-    if not any(fits):
-        raise MegatronError(Status.ELAYOUT, "%s orders its dims %s; Megatron "
-                            "orders them %s (or %s with --use-tp-pp-dp-mapping)"
-                            % (what, ",".join(big), ",".join(orders[0]),
-                               ",".join(orders[1])))
-    if sizes.get("pp", 1) > 1 and sizes.get(dp, 1) > 1:
-        return fits[1]
-    return None
+def _module_sizes(layout: Layout, grid: int) -> ModuleSizes:
+    """hcg_megatron_grid_sizes of one grid, as a :class:`ModuleSizes`."""
+    s, err = _lib.MegatronSizes(), _lib.Error()
+    _refused(_lib.lib().hcg_megatron_grid_sizes(
+        layout._p(), grid, ctypes.byref(s), ctypes.byref(err)), err)
+    g = layout.grids[grid]
 
+    def expert(size: int) -> Optional[int]:
+        return size if s.expert else None
 
-def _module_sizes(g: Grid) -> ModuleSizes:
-    what = "grid '%s'" % g.name
-    base = _dims_of(g.views[0], _BASE_ORDERS[0], what)
-    order = _pp_before_dp(base, _BASE_ORDERS, "dp", what)
-    size = {d: base.get(d, 1) for d in _BASE_ORDERS[0]}
-    views = [v for v in g.views if v.name == EXPERT]
-    ep = expt_tp = expt_gtp_remat = expt_dp = None
-    if views:
-        what = "view '%s/%s'" % (g.name, EXPERT)
-        exp = _dims_of(views[0], _EXPERT_ORDERS[0], what)
-        if size["pp"] > 1 and not any(d.name == "pp" and d.shared
-                                      for d in views[0].dims):
-            raise MegatronError(Status.ELAYOUT, "%s does not share pp with "
-                                "the base; Megatron's expert grid does" % what)
-        # The shared pp enumerates alike in both, so where both orders
-        # matter they agree.
-        eorder = _pp_before_dp(exp, _EXPERT_ORDERS, "expt_dp", what)
-        order = eorder if order is None else order
-        ep, expt_tp = exp.get("ep", 1), exp.get("expt_tp", 1)
-        expt_gtp_remat, expt_dp = exp.get("expt_gtp_remat", 1), exp.get("expt_dp", 1)
-    return ModuleSizes(g.name, g.offset, g.size, size["tp"], size["gtp_remat"],
-                       size["cp"], size["dp"], size["pp"], bool(views), ep,
-                       expt_tp, expt_gtp_remat, expt_dp, order)
+    return ModuleSizes(g.name, g.offset, g.size, s.tp, s.gtp_remat, s.cp,
+                       s.dp, s.pp, bool(s.expert), expert(s.ep),
+                       expert(s.expt_tp), expert(s.expt_gtp_remat),
+                       expert(s.expt_dp),
+                       None if s.pp_before_dp < 0 else bool(s.pp_before_dp))
 
 
 class MegatronArgs:
@@ -200,74 +168,23 @@ class MegatronArgs:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout.text
         self.world_size = layout.world_size
+        table = arguments()
+        out = (_lib.MegatronValue * len(table))()
+        count, err = ctypes.c_int(), _lib.Error()
+        _refused(_lib.lib().hcg_megatron_values(
+            layout._p(), out, len(table), ctypes.byref(count),
+            ctypes.byref(err)), err)
+        grids = layout.grids
         self.modules: Dict[str, ModuleSizes] = {
-            g.name: _module_sizes(g) for g in layout.grids}
-        names = [g.name for g in layout.grids]
-        self.mimo = LANGUAGE in names
+            g.name: _module_sizes(layout, i) for i, g in enumerate(grids)}
+        self.mimo = LANGUAGE in self.modules
         self.values: Dict[str, Any] = {}
         self.grid_of: Dict[str, str] = {}
-        if self.mimo:
-            self._mimo(self.modules[LANGUAGE],
-                       [m for n, m in self.modules.items() if n != LANGUAGE])
-        elif len(names) == 1:
-            self._single(self.modules[names[0]])
-        else:
-            raise MegatronError(Status.ELAYOUT, "a layout of several grids "
-                                "is Megatron's MIMO topology only with a grid "
-                                "named '%s' (the language module); grids: %s"
-                                % (LANGUAGE, ", ".join(names)))
-
-    def _put(self, grid: str, **values: Any) -> None:
-        for k, v in values.items():
-            if v is not None:
-                self.values[k] = v
-                self.grid_of[k] = grid
-
-    def _single(self, m: ModuleSizes) -> None:
-        if m.rank_offset != 0 or m.num_ranks != self.world_size:
-            raise MegatronError(Status.ELAYOUT, "grid '%s' spans [%d, %d) of "
-                                "a world of %d: one Megatron model spans them "
-                                "all" % (m.name, m.rank_offset,
-                                         m.rank_offset + m.num_ranks,
-                                         self.world_size))
-        self._put(m.name, tensor_model_parallel_size=m.tp,
-                  pipeline_model_parallel_size=m.pp,
-                  context_parallel_size=m.cp, data_parallel_size=m.dp,
-                  tensor_parallel_num_weight_shards=m.tp * m.gtp_remat,
-                  gtp_weight_remat_size=m.gtp_remat,
-                  world_size=self.world_size,
-                  expert_model_parallel_size=m.ep if m.expert else 1)
-        if m.expert:
-            assert m.expt_tp is not None and m.expt_gtp_remat is not None
-            self._put(m.name, expert_tensor_parallel_size=m.expt_tp,
-                      expert_tensor_parallel_num_weight_shards=(
-                          m.expt_tp * m.expt_gtp_remat),
-                      expert_gtp_weight_remat_size=m.expt_gtp_remat)
-        if m.pp_before_dp is not None:
-            self._put(m.name, use_tp_pp_dp_mapping=m.pp_before_dp)
-
-    def _mimo(self, lang: ModuleSizes, encoders: List[ModuleSizes]) -> None:
-        if lang.pp_before_dp:
-            raise MegatronError(Status.ELAYOUT, "grid '%s' orders pp before "
-                                "dp; Megatron's MIMO topology orders every "
-                                "module tp, gtp_remat, cp, dp, pp" % LANGUAGE)
-        self._put(LANGUAGE, llm_offset=lang.rank_offset, llm_tp=lang.tp,
-                  llm_cp=lang.cp, llm_pp=lang.pp, llm_dp=lang.dp,
-                  llm_ep=lang.ep if lang.expert else 1,
-                  llm_only=not encoders,
-                  tensor_parallel_num_weight_shards=lang.tp * lang.gtp_remat,
-                  gtp_weight_remat_size=lang.gtp_remat)
-        if lang.expert:
-            assert lang.expt_tp is not None and lang.expt_gtp_remat is not None
-            self._put(LANGUAGE, llm_expt_tp=lang.expt_tp,
-                      expert_tensor_parallel_num_weight_shards=(
-                          lang.expt_tp * lang.expt_gtp_remat),
-                      expert_gtp_weight_remat_size=lang.expt_gtp_remat)
-        if len(encoders) == 1:
-            e = encoders[0]
-            if (e.rank_offset == 0 and e.cp == e.pp == e.gtp_remat == 1 and
-                    (not e.expert or e.ep == e.expt_tp == 1)):
-                self._put(e.name, encoder_tp=e.tp, encoder_dp=e.dp)
+        for v in out[:count.value]:
+            arg = table[v.arg]
+            self.values[arg.dest] = (bool(v.value) if arg.kind == FLAG
+                                     else v.value)
+            self.grid_of[arg.dest] = grids[v.grid].name
 
     def __getattr__(self, name: str) -> Any:
         values = self.__dict__.get("values", {})
