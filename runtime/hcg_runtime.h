@@ -329,9 +329,9 @@ int hcg_exchange_pmix_key(const char *tag, long long epoch, const char *key,
 
 /* ---------------------------------------------------------------------------
  * The slices of the bounded fan-in: who relays for whom, for libhcg's
- * exchange and agreement and for hcg.torch's stores alike (doc/
- * architecture.md, "Slices, and how a failure travels"). Pure arithmetic
- * over a group's members by their index in the group (0: its leader).
+ * exchange and agreement and for hcg.torch's stores alike
+ * (doc/architecture.md, "Slices, and how a failure travels"). Pure
+ * arithmetic over a group's members by their index in it (0: its leader).
  *
  * A group of `count` members is cut into slices of `slice` consecutive
  * members, the first of each its head (level 1); while the heads of a
