@@ -328,6 +328,36 @@ int hcg_exchange_pmix_key(const char *tag, long long epoch, const char *key,
                           char *buf, size_t cap);
 
 /* ---------------------------------------------------------------------------
+ * The slices of the bounded fan-in: who relays for whom, for libhcg's
+ * exchange and agreement and for hcg.torch's stores alike
+ * (doc/architecture.md, "Slices, and how a failure travels"). Pure
+ * arithmetic over a group's members by their index in it (0: its leader).
+ *
+ * A group of `count` members is cut into slices of `slice` consecutive
+ * members, the first of each its head (level 1); while the heads of a
+ * level are more than `slice`, they are cut the same way (level 2: the
+ * heads of every slice^2 members, ...). libhcg's exchange and agreement
+ * use level 1 with slice = the fan-in; hcg.torch goes up every level with
+ * a slice its stores can serve. Each returns -1 for count < 1, slice < 2,
+ * an index outside [0, count) or, for hcg_slice_route, cap < 0 or a NULL
+ * out with cap > 0.
+ */
+
+/* The levels of slices over a group: 0 when count <= slice. */
+int hcg_slice_levels(int count, int slice);
+/* The members, by index, that index's requests for the group go through
+ * on their way to the leader: its slice's head (itself where it heads
+ * one), that head's head a level up, ..., 0 last, each once ([0] alone
+ * when count <= slice). Writes the first cap of them into out and returns
+ * how many there are (at most hcg_slice_levels + 1); with cap 1, out[0]
+ * is index's slice's head. */
+int hcg_slice_route(int count, int slice, int index, int *out, int cap);
+/* How many members' routes pass through index, itself included: count
+ * for the leader, 1 for a member that heads no slice, else the members
+ * of the largest part it heads (slice^k, cut at the group's end). */
+int hcg_slice_reach(int count, int slice, int index);
+
+/* ---------------------------------------------------------------------------
  * NCCL communicators
  *
  * hcg_comm_create forms every communicator of a set for this rank with one

@@ -17,20 +17,15 @@
  * group, and a status is read by at most F - 1 members per group.
  *
  * A sliced group (a job of more than F processes, a group of more than F
- * members, cut into slices of F as the exchange cuts it): a tree, so that
- * nobody reads or answers O(group size) requests.
- *   1. The head of each slice (its first member) reads the statuses of its
- *      slice (F - 1 gets) and publishes the slice's verdict. Fence.
- *   2. Each head reads the other heads' slice verdicts (ceil(size / F) - 1
- *      gets), merges them in slice order into the group's verdict and
- *      publishes it. Fence.
- *   3. Every other member reads its head's group verdict (one get).
- * A publisher answers at most F - 1 + ceil(size / F) - 1 requests per
- * group and phase, the exchange's own bound. The two fences are taken by
- * every process of a relayed job (only the job's size decides), also by
- * one that failed: a failed head publishes verdicts naming itself without
- * reading anything (the group fails either way), so that its slice is not
- * kept waiting.
+ * members, cut into slices of F as the exchange cuts it) agrees up and
+ * down the first level of the slices, by the protocol doc/architecture.md
+ * writes once for libhcg and hcg.torch ("How a failure travels"): heads
+ * publish their slice's verdict (hcgrt_agree_put_slices), a fence, heads
+ * merge every slice's into the group's (hcgrt_agree_put_groups), a fence,
+ * the others read their head's (hcgrt_agree_read_heads). A publisher
+ * answers at most F - 1 + ceil(size / F) - 1 requests per group and phase,
+ * the exchange's own bound. Every process of a relayed job takes the two
+ * fences (only the job's size decides), also one that failed.
  */
 #include "config.h"
 

@@ -45,10 +45,12 @@ struct hcgrt_round_table {
   } fence[HCGRT_ROUND_FENCES];
 };
 
-/* The rounds of libhcg, each defined beside its call. */
+/* The rounds of libhcg, each defined beside its steps: hcg_comm_create's
+ * two (the call is in create.c) in agree.c, beside the agreement they
+ * carry, so that a build without NCCL has them too. */
 extern const struct hcgrt_round_table hcgrt_round_ids;       /* exchange.c */
-extern const struct hcgrt_round_table hcgrt_round_ready;     /* create.c */
-extern const struct hcgrt_round_table hcgrt_round_done;      /* create.c */
+extern const struct hcgrt_round_table hcgrt_round_ready;     /* agree.c */
+extern const struct hcgrt_round_table hcgrt_round_done;      /* agree.c */
 extern const struct hcgrt_round_table hcgrt_round_broadcast; /* broadcast.c */
 extern const struct hcgrt_round_table hcgrt_round_publish;   /* publish.c */
 

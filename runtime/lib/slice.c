@@ -1,9 +1,67 @@
 /*
- * slice.c - the bounded fan-in's slices (slice.h).
+ * slice.c - the bounded fan-in's slices: the one arithmetic of who relays
+ * for whom (hcg_slice_* in hcg_runtime.h, which hcg.torch calls too), and
+ * libhcg's use of its first level (slice.h).
  */
 #include "config.h"
 
 #include "slice.h"
+
+/* The members of the level above `count` of them: one head per slice. */
+static int above(int count, int slice) {
+  return (int)(((long long)count + slice - 1) / slice);
+}
+
+static int slice_args_ok(int count, int slice, int index) {
+  return count >= 1 && slice >= 2 && index >= 0 && index < count;
+}
+
+int hcg_slice_levels(int count, int slice) {
+  if (!slice_args_ok(count, slice, 0))
+    return -1;
+  int levels = 0;
+  for (; count > slice; count = above(count, slice))
+    levels++;
+  return levels;
+}
+
+int hcg_slice_route(int count, int slice, int index, int *out, int cap) {
+  if (!slice_args_ok(count, slice, index) || cap < 0 || (cap > 0 && !out))
+    return -1;
+  /* At level k, index's head is index rounded down to a multiple of
+   * slice^k (span); past the last level, the leader. A member heading
+   * parts on several levels is one stop. */
+  long long span = 1;
+  int n = 0, last = -1;
+  for (int c = count; last != 0; c = above(c, slice)) {
+    int head = 0;
+    if (c > slice) {
+      span *= slice;
+      head = (int)(index - index % span);
+    }
+    if (head != last) {
+      if (n < cap)
+        out[n] = head;
+      n++;
+      last = head;
+    }
+  }
+  return n;
+}
+
+int hcg_slice_reach(int count, int slice, int index) {
+  if (!slice_args_ok(count, slice, index))
+    return -1;
+  if (index == 0)
+    return count;
+  /* The largest part it heads: slice^k members from it, for every level
+   * k at which it is a head. */
+  long long span = 1;
+  for (int c = count; c > slice && index % (span * slice) == 0;
+       c = above(c, slice))
+    span *= slice;
+  return span < count - index ? (int)span : count - index;
+}
 
 int hcgrt_world_relayed(int world, int fanin) { return world > fanin; }
 
@@ -18,8 +76,9 @@ int hcgrt_sliced(const hcg_ctx *ctx, const struct hcgrt_item *it) {
 struct hcgrt_slice hcgrt_slice_of(const hcg_ctx *ctx,
                                   const struct hcgrt_item *it) {
   int f = ctx->fanin, size = it->group.size, pos = it->group.index;
-  struct hcgrt_slice s = {pos, pos - pos % f, 0,
-                          (int)(((long long)size + f - 1) / f)};
+  struct hcgrt_slice s = {pos, 0, 0, above(size, f)};
+  /* Level 1 of the slices: the first stop of its route. */
+  hcg_slice_route(size, f, pos, &s.first, 1);
   s.end = s.first + f < size ? s.first + f : size;
   return s;
 }

@@ -1,10 +1,12 @@
 /*
- * slice.h - the arithmetic of the bounded fan-in, in one place: in a job of
- * more than F processes (F = ctx->fanin, HCG_FANIN) a group of more than F
- * members is cut into slices of F consecutive members, the first member of
- * each slice its head (the exchange's relay, the agreement's slice head).
- * Used by the exchange (exchange.c, bundle.c, blame.c), the agreement
- * (agree.c), the rounds (round.c) and hcg_comm_create (create.c).
+ * slice.h - libhcg's use of the bounded fan-in's slices (their arithmetic:
+ * hcg_slice_* in hcg_runtime.h, slice.c): in a job of more than F
+ * processes (F = ctx->fanin, HCG_FANIN) a group of more than F members is
+ * cut into slices of F consecutive members, the first member of each slice
+ * its head (the exchange's relay, the agreement's slice head); libhcg uses
+ * that first level only. Used by the exchange (exchange.c, bundle.c,
+ * blame.c), the agreement (agree.c), the rounds (round.c) and
+ * hcg_comm_create (create.c).
  */
 #ifndef HCG_SLICE_H
 #define HCG_SLICE_H

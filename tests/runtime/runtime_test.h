@@ -66,5 +66,6 @@ TCase *groupset_tests(void);    /* test_groupsets.c */
 void exchange_tests(TCase *x);  /* test_exchange.c  */
 void comm_tests(TCase *x);      /* test_comm.c      */
 TCase *round_tests(void);       /* test_round.c     */
+TCase *slice_tests(void);       /* test_slice.c     */
 
 #endif /* HCG_RUNTIME_TEST_H */

@@ -23,6 +23,7 @@ static Suite *runtime_suite(void) {
   tcase_set_timeout(x, 60);
   suite_add_tcase(s, x);
   suite_add_tcase(s, round_tests());
+  suite_add_tcase(s, slice_tests());
   return s;
 }
 

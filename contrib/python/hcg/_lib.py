@@ -4,7 +4,7 @@ Only the stable part of hcg.h is bound: layouts, requests, groups, collection
 fields, embedding groups, stages, bridges, hcg_rank_env, Megatron's arguments
 (hcg_megatron.h), and of contexts just
 what hcg.torch.init needs (a context with a timeout, hcg_ctx_publish and
-hcg_ctx_fetch).
+hcg_ctx_fetch), and the fan-in's slices (hcg_slice_*) its stores meet in.
 Communicators are not bound (use hcg.torch, or libhcg's C API directly).
 
 The library is looked up, first match wins:
@@ -275,6 +275,10 @@ _PROTOTYPES = {
                                  _P(ctypes.c_longlong), _P(Error)]),
     "hcg_ctx_fetch": (_c_int, [ctypes.c_void_p, ctypes.c_longlong, _c_int,
                                ctypes.c_void_p, ctypes.c_size_t, _P(Error)]),
+    # The fan-in's slices: who relays for whom (hcg.torch._places).
+    "hcg_slice_levels": (_c_int, [_c_int, _c_int]),
+    "hcg_slice_route": (_c_int, [_c_int, _c_int, _c_int, _int_p, _c_int]),
+    "hcg_slice_reach": (_c_int, [_c_int, _c_int, _c_int]),
 }
 
 _lock = threading.Lock()

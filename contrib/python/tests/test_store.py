@@ -1144,6 +1144,32 @@ class SlicePaths(unittest.TestCase):
             if k * _places.MEMBER_CLIENTS <= fanin:
                 self.assertEqual(list(conns), [members[0]])
 
+    def test_reach_counts_the_paths_through_a_member(self) -> None:
+        # subtree and path, both libhcg's (hcg_slice_reach and
+        # hcg_slice_route), as the binding maps members to their indices.
+        from hcg.torch import _places
+
+        for k, size in ((1, 1), (1, 4), (7, 2), (40, 3), (1000, 16), (1000, 2)):
+            members = list(range(5, 5 + 3 * k, 3))
+            through = [0] * k
+            for i, m in enumerate(members):
+                route = _places.path(members, m, size, i)
+                self.assertLessEqual(len(route), _places.depth(k, size) + 1)
+                if route[0] != m:
+                    through[i] += 1  # itself
+                for r in route:
+                    through[members.index(r)] += 1
+            self.assertEqual([_places.subtree(k, i, size) for i in range(k)], through,
+                             (k, size))
+        # A route longer than the first read's room: read again.
+        members = list(range(1 << 17))
+        levels = _places.depth(1 << 17, 2)
+        self.assertEqual(levels, 16)
+        last = (1 << 17) - 1  # a stop of its own on every level
+        want = [last - last % 2 ** k for k in range(1, levels + 1)] + [0]
+        self.assertGreater(len(want), _places._ROUTE_MAX)
+        self.assertEqual(_places.path(members, last, 2, last), want)
+
 
 @unittest.skipUnless(HAVE_TORCH or REQUIRE, "no torch in this interpreter")
 class GroupsAtTheirLeaders(unittest.TestCase):

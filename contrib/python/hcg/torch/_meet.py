@@ -7,7 +7,10 @@ only then does torch connect them (gloo's full mesh, which would otherwise
 wait for a missing or failed member until its timeout without saying who).
 A member that fails before or while connecting writes its failure there,
 and every member still waiting learns it at once, with the rank and its
-reason: a :class:`hcg.PeerError`.
+reason: a :class:`hcg.PeerError`. Where a step meets through slices'
+heads, a failure travels as doc/architecture.md ("How a failure
+travels") writes once for hcg.torch and libhcg's agreement alike; this
+module is its keys and its waits.
 
 Keys under the step's prefix (a ``PrefixStore``):
 

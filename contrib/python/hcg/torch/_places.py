@@ -17,10 +17,14 @@ A rank that could not open its store publishes its failure instead,
 A group whose members would hold more than its share of F connections
 to one store (F: libhcg's fan-in, ``HCG_FANIN``, default 512; a group's
 share F / GROUP_SHARE; a member holds up to MEMBER_CLIENTS) meets in
-slices (:func:`group_slice`), as libhcg's exchange does: a member connects
-to its slice's head's store, which forwards the group's keys to the
-leader's (hcg.torch._store_relay), the heads themselves in slices again
-where there are more of them than a slice. So no store serves more than
+slices, as libhcg's exchange does: a member connects to its slice's
+head's store, which forwards the group's keys to the leader's
+(hcg.torch._store_relay), the heads themselves in slices again where
+there are more of them than a slice. How large a slice is, is this
+module's (:func:`group_slice`: what a store serves); who heads whose, at
+every level, is libhcg's one arithmetic of slices (``hcg_slice_*``,
+doc/architecture.md), which :func:`depth`, :func:`path` and
+:func:`subtree` call. So no store serves more than
 a group's share of F for it, its slice's connections and the links of
 the heads below it; the leader's holds the group's keys alone, and every
 member reads and writes the same ones.
@@ -41,11 +45,13 @@ store the caller made, every group meets at that one store
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Union
 
-from ..errors import HcgRuntimeError, PeerError, Status, status_name
+from .. import _lib
+from ..errors import HcgRuntimeError, HcgValueError, PeerError, Status, status_name
 
 #: What starts a rank's failure in its publication, followed by "CODE
 #: MESSAGE" (a secret, in hex, never starts with it).
@@ -67,6 +73,9 @@ DEFAULT_FANIN = 512
 #: 1,024 ranks, 339 at 102,400 (F = 512), where F a group let it serve
 #: 602 to 1,103.
 GROUP_SHARE = 4
+#: Stops of a route read at first: a deeper one (small slices over a large
+#: group) is read again with the room hcg_slice_route says it needs.
+_ROUTE_MAX = 16
 
 
 def fanin() -> int:
@@ -76,14 +85,28 @@ def fanin() -> int:
     return int(text) if text.isdigit() and 2 <= int(text) <= 1 << 31 else DEFAULT_FANIN
 
 
+def _checked(value: int, call: str, count: int, slice_: int) -> int:
+    """A result of libhcg's hcg_slice_* (-1: arguments it refuses)."""
+    if value < 0:
+        raise HcgValueError(Status.EINVAL, "%s: no slices of %d over a group of %d "
+                            "members" % (call, slice_, count))
+    return value
+
+
+def _slice_of(count: int, slice_: int) -> int:
+    """``slice_`` as libhcg takes it: a group that one slice holds meets at
+    its leader's store whatever the slice (slice_for gives a group of one
+    a slice of one, which libhcg, whose slices have two members at least,
+    reads as two)."""
+    return max(slice_, 2) if count <= slice_ else slice_
+
+
 def depth(size: int, slice_: int) -> int:
     """The levels of slices over a group of ``size`` members, ``slice_``
-    at a time (0: it meets at one store)."""
-    levels = 0
-    while size > slice_:
-        size = -(-size // slice_)
-        levels += 1
-    return levels
+    at a time (0: it meets at one store): libhcg's hcg_slice_levels."""
+    slice_ = _slice_of(size, slice_)
+    return _checked(_lib.lib().hcg_slice_levels(size, slice_), "hcg_slice_levels",
+                   size, slice_)
 
 
 def slice_for(size: int, fanin_: int) -> int:
@@ -112,24 +135,21 @@ def path(members: Sequence[int], rank: int, size: int,
     """The ranks whose stores ``rank``'s requests for the group of
     ``members`` go through: the head of its slice of ``size``, the head of
     that head's slice among the heads, and so on, the group's first member
-    last (just it for a group of at most ``size``). Where ``rank`` heads a
-    slice, the path starts with itself. ``index``: ``rank``'s place in
-    ``members`` where the caller knows it (else it is looked up). O(depth)
-    beyond that look-up: no level of heads is built."""
+    last (just it for a group of at most ``size``); libhcg's
+    hcg_slice_route. Where ``rank`` heads a slice, the path starts with
+    itself. ``index``: ``rank``'s place in ``members`` where the caller
+    knows it (else it is looked up). O(depth) beyond that look-up."""
     pos = members.index(rank) if index is None else index
-    step = 1  # members between two of this level's (size ** level)
-    count = len(members)  # members of this level
-    out: List[int] = []
-    while count > size:
-        head = members[(pos // size) * size * step]
-        if not out or out[-1] != head:
-            out.append(head)
-        step *= size
-        pos //= size
-        count = -(-count // size)
-    if not out or out[-1] != members[0]:
-        out.append(members[0])
-    return out
+    count = len(members)
+    size = _slice_of(count, size)
+    cap = _ROUTE_MAX
+    while True:
+        stops = (ctypes.c_int * cap)()
+        n = _checked(_lib.lib().hcg_slice_route(count, size, pos, stops, cap),
+                     "hcg_slice_route", count, size)
+        if n <= cap:
+            return [members[stops[k]] for k in range(n)]
+        cap = n
 
 
 def reads(members: Sequence[int], rank: int, size: int,
@@ -146,16 +166,11 @@ def reads(members: Sequence[int], rank: int, size: int,
 def subtree(count: int, index: int, size: int) -> int:
     """How many of a group's ``count`` members, met in slices of ``size``,
     reach the leader through the member at ``index`` (itself included):
-    the ranks whose :func:`path` holds it. 1 for a member that heads no
-    slice; ``count`` for the leader."""
-    if index == 0:
-        return count
-    block = 1  # members under one head of the level below
-    levels = count
-    while levels > size and index % (block * size) == 0:
-        block *= size
-        levels = -(-levels // size)
-    return max(1, min(block, count - index))
+    the ranks whose :func:`path` holds it; libhcg's hcg_slice_reach. 1 for
+    a member that heads no slice; ``count`` for the leader."""
+    size = _slice_of(count, size)
+    return _checked(_lib.lib().hcg_slice_reach(count, size, index), "hcg_slice_reach",
+                   count, size)
 
 
 class Place(NamedTuple):

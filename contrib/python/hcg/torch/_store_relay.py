@@ -23,6 +23,11 @@ each head configures exactly one hop: its own. No secret ever crosses the
 network: a link proves itself by HMAC challenge and answer as a member
 does (doc/security.md).
 
+Who heads whose slice is libhcg's arithmetic (hcg.torch._places), and a
+failure travels these relays as doc/architecture.md ("How a failure
+travels") writes once for hcg.torch and libhcg; here are the means (a
+held prefix that fails naming its rank, ``local``, ``fail``).
+
 The leader's store alone holds the group's keys, so every member reads
 and writes the same ones, and counters and compare-and-set stay exact.
 Waits go up tagged (``TAGGED``), so that none holds up another on the
