@@ -15,9 +15,11 @@
 # The machine's own tier also: make check under AddressSanitizer + UBSan,
 # libhcg opening PMIx at run time (--with-pmix=dlopen: test_pmix_dl),
 # deps.sh beside a held dpkg lock, libhcg's NCCL code against older nccl.h,
-# the ABI check, make distcheck and the fuzzers (HCG_FUZZ_SECONDS, default
-# 60, split among four targets): these test the sources, not the stack, and
-# CI's time (45 minutes for every tier on 2 cores) pays for them once.
+# the ABI check, clang-format, no circle among the C files
+# (scripts/deps-graph.sh), make distcheck and the fuzzers (HCG_FUZZ_SECONDS,
+# default 60, split among four targets): these test the sources, not the
+# stack, and CI's time (45 minutes for every tier on 2 cores) pays for them
+# once.
 #
 # A tier that fails does not stop the others: the summary gives each
 # step's time and its tests and skips, each skip's reason, and the disk
@@ -315,6 +317,10 @@ source_suite() {
     tests/runtime/nccl-compat.sh build || rc=1
   step "ABI check: libhcg against abi/libhcg.abi (abidiff)" scripts/abi-check.sh build || rc=1
   step "C sources follow .clang-format (clang-format --dry-run)" scripts/check-format.sh || rc=1
+  # The tree's check first; the small trees after it prove the check sees
+  # the circles it is there for (a second or two, under the step's bound).
+  step "no circle among the C files (scripts/deps-graph.sh)" \
+    bats tests/setup/deps-graph.bats || rc=1
   # The tarball builds, passes its tests (300 random layouts in the
   # property tests, as under ASan), installs and cleans up.
   step "make distcheck" env HCG_PROP_ITERS=300 make -C build -j"$jobs" distcheck || rc=1
