@@ -15,9 +15,11 @@
 # The machine's own tier also: make check under AddressSanitizer + UBSan,
 # libhcg opening PMIx at run time (--with-pmix=dlopen: test_pmix_dl),
 # deps.sh beside a held dpkg lock, libhcg's NCCL code against older nccl.h,
-# the ABI check, make distcheck and the fuzzers (HCG_FUZZ_SECONDS, default
-# 60, split among four targets): these test the sources, not the stack, and
-# CI's time (45 minutes for every tier on 2 cores) pays for them once.
+# the ABI check, clang-format, no circle among the C files
+# (scripts/deps-graph.sh), make distcheck and the fuzzers (HCG_FUZZ_SECONDS,
+# default 60, split among four targets): these test the sources, not the
+# stack, and CI's time (45 minutes for every tier on 2 cores) pays for them
+# once.
 #
 # A tier that fails does not stop the others: the summary gives each
 # step's time and its tests and skips, each skip's reason, and the disk
@@ -62,6 +64,18 @@ for v in "$step_limit" "$tier_limit"; do
     ;;
   esac
 done
+
+# Check's bound on one test case, in every Check program the suite runs
+# (make check in each tier and under ASan, make distcheck, test_pmix_dl):
+# Check stops a case that runs past it, 4 s unless the case sets its own.
+# A busy machine (the tiers, their builds and other work beside the suite,
+# load 8 to 34 on 2 cores) once kept a case of a few microseconds waiting
+# for a CPU past those 4 s under ASan. The cases that take no bound of
+# their own get 60 s instead; the long ones keep theirs (tcase_set_timeout:
+# 60 s to 600 s). Under ASan every bound doubles (asan_suite); the longest,
+# 1200 s, stays inside the step's 1800 (HCG_STEP_LIMIT's default), so that
+# Check, not the step's watchdog, names a case that hangs.
+export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-60}
 
 kill_tree() {
   local child
@@ -234,7 +248,8 @@ check_in() {
 # what ASan looks for, a bad access or a leak, is on the paths that 300
 # already take.
 asan_suite() {
-  HCG_PROP_ITERS=300 check_in build-asan
+  # Instrumented code runs slower: Check's bounds (above) doubled.
+  CK_TIMEOUT_MULTIPLIER=2 HCG_PROP_ITERS=300 check_in build-asan
 }
 
 valgrind_suite() {
@@ -242,6 +257,8 @@ valgrind_suite() {
   local vg=(valgrind -q --error-exitcode=99 --leak-check=full
     --errors-for-leak-kinds=definite,indirect,possible --track-fds=no)
   # Check forks per test by default; in one process valgrind sees it all.
+  # Check bounds no case there (its timeouts need the fork), so however
+  # slow valgrind and the machine are, the step's bound is the only one.
   CK_FORK=no HCG_PROP_ITERS=100 "${vg[@]}" build/tests/core/test_core
   local hcg=build/runtime/hcg
   local l='vision:tp=2,pp=2,dp=2; llm:tp=2,cp=1,dp=*,pp=2; llm/expert:expt_tp=1,ep=4,expt_dp=*,pp'
@@ -310,11 +327,15 @@ source_suite() {
   # wheel's way), which the tiers' builds do not.
   step "libhcg opening PMIx at run time (--with-pmix=dlopen): test_pmix_dl" \
     pmix_dlopen_suite || rc=1
-  step "deps.sh beside a held dpkg lock (5 s)" tests/setup/deps-lock.sh || rc=1
+  step "deps.sh beside a held dpkg lock" tests/setup/deps-lock.sh || rc=1
   step "NCCL guards: compile against older nccl.h (2.17 refused, 2.18, 2.26, 2.27)" \
     tests/runtime/nccl-compat.sh build || rc=1
   step "ABI check: libhcg against abi/libhcg.abi (abidiff)" scripts/abi-check.sh build || rc=1
   step "C sources follow .clang-format (clang-format --dry-run)" scripts/check-format.sh || rc=1
+  # The tree's check first; the small trees after it prove the check sees
+  # the circles it is there for (a second or two, under the step's bound).
+  step "no circle among the C files (scripts/deps-graph.sh)" \
+    bats tests/setup/deps-graph.bats || rc=1
   # The tarball builds, passes its tests (300 random layouts in the
   # property tests, as under ASan), installs and cleans up.
   step "make distcheck" env HCG_PROP_ITERS=300 make -C build -j"$jobs" distcheck || rc=1

@@ -32,55 +32,19 @@
  * Bounds: at most HCGP_STEP_NODES_MAX nodes, names of HCGP_NODE_NAME_MAX
  * bytes, HCGP_HOSTS_MAX names expanded from topology.conf; every number is
  * parsed with its range checked.
+ *
+ * The structs and bounds are in domains_types.h, below this header and
+ * topology.h alike: topology.c fills a struct hcgp_domains without using
+ * anything of domains.c.
  */
 #ifndef HCGP_DOMAINS_H
 #define HCGP_DOMAINS_H
 
 #include <stddef.h>
 
+#include "domains_types.h"
 #include "hcg.h"
 #include "hostlist.h"
-#include "step.h"
-
-#define HCGP_HOSTS_MAX (1L << 22)
-/* topology.conf larger than this is not read. */
-#define HCGP_TOPOLOGY_MAX_BYTES (8 << 20)
-
-enum hcgp_topo { HCGP_TOPO_BLOCK = 1, HCGP_TOPO_TREE = 2 };
-
-/* What slurmstepd read (domains_slurm.c); NULL for what is not set. */
-struct hcgp_domain_input {
-  const char *pattern, *addr; /* SLURM_TOPOLOGY_ADDR_PATTERN, _ADDR    */
-  const char *nodelist;       /* SLURM_STEP_NODELIST                   */
-  const char *tasks_per_node; /* SLURM_STEP_TASKS_PER_NODE             */
-  const char *placement;      /* srun's text (order.h), or NULL        */
-  long nnodes, nodeid, world; /* S_JOB_NNODES, S_JOB_NODEID, tasks     */
-  const int *local;           /* this node's tasks (global ids)        */
-  int nlocal;
-  const char *topology; /* topology.conf's text, or NULL         */
-  size_t topology_len;
-  const char *topology_path;  /* its path, or NULL: not found          */
-  const char *topology_error; /* why it was not found or not read      */
-};
-
-enum hcgp_domains_state {
-  HCGP_DOMAINS_NONE = 0,    /* no topology: nothing checked, nothing said */
-  HCGP_DOMAINS_KNOWN = 1,   /* every node of the step has a domain        */
-  HCGP_DOMAINS_UNKNOWN = 2, /* not learnt: why says so                    */
-};
-
-struct hcgp_domains {
-  int state;     /* enum hcgp_domains_state                         */
-  int this_node; /* UNKNOWN: the reason is this node's own (its
-                    address), not one every node finds               */
-  char why[512]; /* UNKNOWN: one sentence, no prefix                 */
-  int kind;      /* enum hcgp_topo                                   */
-  int nodeid;    /* this node's index                                */
-  struct hcgp_step step;
-  int *node_domain; /* per node of the step: its domain's number        */
-  char **domain;    /* per domain number: its name (block or switch)   */
-  int ndomains;
-};
 
 /* Learns the domains from in; never fails otherwise than by saying why
  * (state UNKNOWN, or NONE). Free with hcgp_domains_free. */

@@ -45,7 +45,8 @@
  *              slurmctld, handed on to slurmstepd (order_slurm.c)
  *   domains    the step's nodes, tasks and NVLink domains, in slurmstepd
  *              (standing on hostlist.c, step.c, order.c and topology.c,
- *              pure too)
+ *              pure too; domains_types.h, types and no function, is what
+ *              domains.c and topology.c share, below both)
  *
  * Return values. A function that takes an hcg_error returns HCG_OK or an
  * HCG_E* code with it filled, and logs nothing: the core's convention,

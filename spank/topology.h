@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "domains.h"
+#include "domains_types.h"
 
 /* The step's nodes by name, for lookups from topology.conf. */
 struct hcgp_name_ref {

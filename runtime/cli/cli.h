@@ -35,7 +35,7 @@ int explain_svg(FILE *out, const struct desc *d,
                 const struct explain_opts *opts, struct desc_rank *r);
 
 /* A decimal int in [min, INT_MAX], the whole string, no sign or leading
- * space: 0, or -1 (main.c; every count an option of hcg takes). */
+ * space: 0, or -1 (count.c; every count an option of hcg takes). */
 int hcg_cli_parse_count(const char *s, int min, int *out);
 
 /* layout.c: `hcg layout` and `hcg help layout`; -1 when argv is neither

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,18 +188,6 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt,
   fputs("\n", stderr);
   fputs(usage_text, stderr);
   return EXIT_USAGE;
-}
-
-int hcg_cli_parse_count(const char *s, int min, int *out) {
-  if (!s || !*s)
-    return -1;
-  errno = 0;
-  char *end;
-  long long v = strtoll(s, &end, 10);
-  if (errno || *end || v < min || v > INT_MAX || s[0] == '+' || s[0] == ' ')
-    return -1;
-  *out = (int)v;
-  return 0;
 }
 
 /* A positional argument: the command, then the layout, then enum's spec. */

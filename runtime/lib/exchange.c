@@ -3,10 +3,11 @@
  * and publish ids, one commit, one fence, members fetch from their leaders
  * (all of a rank's gets in one batch, under one deadline). The slices'
  * arithmetic is slice.c's, the leaders' bundles bundle.c's, naming a
- * publisher that never came blame.c's, the fence fence.c's. The naive
- * exchange measured against it (one fence per group key) is a benchmark,
- * bench/exchange_naive.c, built from this file's steps (rt.h: "Steps of
- * the naive exchange"); libhcg has none of it.
+ * publisher that never came blame.c's, the fence fence.c's, the spelling
+ * of the PMIx keys keys.c's. The naive exchange measured against it (one
+ * fence per group key) is a benchmark, bench/exchange_naive.c, built from
+ * this file's steps (rt.h: "Steps of the naive exchange"); libhcg has none
+ * of it.
  *
  * Bounded fan-in: in a job of more than F processes (F = ctx->fanin,
  * HCG_FANIN), a group of more than F members is cut into slices of F
@@ -40,31 +41,6 @@ struct hcg_exchange {
   struct hcgrt_item *items;
   int n;
 };
-
-int hcg_exchange_pmix_key(const char *tag, long long epoch, const char *key,
-                          char *buf, size_t cap) {
-  if (!key || !buf || epoch < 0 || (tag && strlen(tag) > HCG_MAX_TAG))
-    return HCG_EINVAL;
-  const char *t = tag ? tag : "";
-  const char *dot = *t ? "." : "";
-  char full[HCG_MAX_TAG + HCG_KEY_MAX + 48];
-  int n = snprintf(full, sizeof full, "hcg.%s%s%lld.%s", t, dot, epoch, key);
-  if (n < 0)
-    return HCG_EINVAL;
-  if ((size_t)n >= sizeof full || n > HCGRT_PMIX_MAX_KEYLEN) {
-    /* Too long for PMIx: the same prefix and 128 bits of hash, which every
-     * process derives alike from the group key. */
-    size_t len = strlen(key);
-    unsigned long long h1 = hcgrt_hash64(key, len, 1);
-    unsigned long long h2 = hcgrt_hash64(key, len, 2);
-    n = snprintf(full, sizeof full, "hcg.%s%s%lld.#%016llx%016llx", t, dot,
-                 epoch, h1, h2);
-  }
-  if ((size_t)n >= cap)
-    return HCG_ERANGE;
-  memcpy(buf, full, (size_t)n + 1);
-  return HCG_OK;
-}
 
 int hcgrt_random_id(unsigned char *id, hcg_error *err) {
   size_t got = 0;
@@ -120,22 +96,6 @@ int hcgrt_exchange_usable(hcg_ctx *ctx, hcg_error *err) {
                      "HCG_PMIX_OFF): run it with srun --mpi=pmix");
   }
   return HCG_OK;
-}
-
-/* HCG_EEXIST when this process already published pkey: `group`'s id,
- * whose own key is gkey (pkey itself, or its leader's bundle). */
-int hcgrt_unclaimed(hcg_ctx *ctx, const char *pkey, const char *gkey,
-                    const char *group, hcg_error *err) {
-  if (!hcgrt_pmix_have_own(ctx->pmix, pkey))
-    return HCG_OK;
-  return hcg__fail(err, HCG_EEXIST,
-                   "PMIx key '%s' of group '%s' was already published by "
-                   "this process: another context exchanges the same "
-                   "groups%s%s%s; give each context its own "
-                   "hcg_ctx_config.tag",
-                   gkey, group, strcmp(pkey, gkey) ? " (in the bundle '" : "",
-                   strcmp(pkey, gkey) ? pkey : "",
-                   strcmp(pkey, gkey) ? "')" : "");
 }
 
 static int extra_key(const hcg_ctx *ctx, long long epoch,

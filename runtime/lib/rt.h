@@ -178,10 +178,20 @@ int hcgrt_options_equal(const hcg_comm_options *a, const hcg_comm_options *b);
 /* HCG_EINVAL, with a message, for options out of range. */
 int hcgrt_check_options(const hcg_comm_options *o, hcg_error *err);
 
-/* ---- the exchange (exchange.c) ----------------------------------------- */
+/* ---- PMIx keys (keys.c) ------------------------------------------------ */
 
 /* PMIx's PMIX_MAX_KEYLEN (checked against pmix.h in pmix.c). */
 #define HCGRT_PMIX_MAX_KEYLEN 511
+
+/* The spelling itself is public, hcg_exchange_pmix_key (hcg_runtime.h):
+ * applications print it in diagnostics. Every round spells its keys so. */
+
+/* HCG_EEXIST when this process already published pkey: `group`'s id,
+ * whose own key is gkey (pkey itself, or its leader's bundle). */
+int hcgrt_unclaimed(hcg_ctx *ctx, const char *pkey, const char *gkey,
+                    const char *group, hcg_error *err);
+
+/* ---- the exchange (exchange.c) ----------------------------------------- */
 
 /* Bit 1 of hcg_exchange_ids' flags, once HCG_EXCHANGE_NAIVE (libhcg 1.0 to
  * 1.2): accepted and ignored (hcg_runtime.h), the naive exchange being now
@@ -215,10 +225,6 @@ int hcgrt_exchange_set(hcg_ctx *ctx, const hcg_groupset *set, int flags,
 int hcgrt_exchange_usable(hcg_ctx *ctx, hcg_error *err);
 /* Counts the exchange and returns its epoch (PMIx key space). */
 long long hcgrt_exchange_begin(hcg_ctx *ctx);
-/* HCG_EEXIST when this process already published pkey: `group`'s id,
- * whose own key is gkey (pkey itself, or its leader's bundle). */
-int hcgrt_unclaimed(hcg_ctx *ctx, const char *pkey, const char *gkey,
-                    const char *group, hcg_error *err);
 /* Commit and one fence; a failed fence marks the context broken. */
 int hcgrt_exchange_fence(hcg_ctx *ctx, int timeout_s, const char *what,
                          hcg_error *err);
