@@ -236,8 +236,7 @@ Route = Tuple[int, bytes, int]  # port, secret, rank of the head (-1: not relaye
 def _worker(routes: Dict[int, Route], k: int, timeout: float, go, out) -> None:
     """Members ``routes`` (index -> where it connects) meet as hcg's
     meeting has them, then read the group's NCCL id (member 0 sets it)."""
-    from hcg.torch import _store_server as proto
-    from hcg.torch import store
+    from hcg.torch import _store_dial as dial, _store_proto as proto
 
     prefix = b"hcg/bench/0/0//"
     sent = received = 0
@@ -252,9 +251,9 @@ def _worker(routes: Dict[int, Route], k: int, timeout: float, go, out) -> None:
 
     def answer(i: int) -> Tuple[int, List[bytes]]:
         nonlocal received
-        (n,) = struct.unpack(">I", store._recv_exact(socks[i], 4))
+        (n,) = struct.unpack(">I", dial.recv_exact(socks[i], 4))
         received += 4 + n
-        return proto.fields(store._recv_exact(socks[i], n))
+        return proto.fields(dial.recv_exact(socks[i], n))
 
     def each(op: int, fields_of) -> List[Tuple[int, List[bytes]]]:
         for i in mine:
@@ -266,7 +265,7 @@ def _worker(routes: Dict[int, Route], k: int, timeout: float, go, out) -> None:
     try:
         for i in mine:
             port, secret, _ = routes[i]
-            socks[i] = store._connect("127.0.0.1", port, secret, timeout)
+            socks[i] = dial.dial("127.0.0.1", port, secret, timeout)
             socks[i].settimeout(timeout)
         handshakes = time.monotonic() - start
         sent += len(mine) * proto.PROOF
@@ -366,7 +365,7 @@ def latency(n: int = 400) -> Tuple[float, float]:
     (a head's store forwarding to the leader's, told by its rank through
     its pipe): measured on loopback, one connection, one request at a
     time."""
-    from hcg.torch import _store_server as proto
+    from hcg.torch import _store_dial as dial, _store_proto as proto
     from hcg.torch import store
 
     secrets = os.urandom(16), os.urandom(16)
@@ -378,13 +377,13 @@ def latency(n: int = 400) -> Tuple[float, float]:
         out = []
         for port, secret, relayed in ((lead.port, secrets[0], False),
                                       (head.port, secrets[1], True)):
-            sock = store._connect("127.0.0.1", port, secret, 30)
+            sock = dial.dial("127.0.0.1", port, secret, 30)
             sock.settimeout(30)
 
             def call(op: int, fields: List[bytes]) -> Tuple[int, List[bytes]]:
                 sock.sendall(proto.frame(op, fields))
-                (k,) = struct.unpack(">I", store._recv_exact(sock, 4))
-                return proto.fields(store._recv_exact(sock, k))
+                (k,) = struct.unpack(">I", dial.recv_exact(sock, 4))
+                return proto.fields(dial.recv_exact(sock, k))
 
             if relayed:
                 call(proto.RELAY, [b"hcg/lat/", b"30000", b"1"])

@@ -270,7 +270,7 @@ class JobStore(unittest.TestCase):
             self.assertIn("connection refused for 10", str(cm.exception))
 
     def test_a_request_over_the_limit_is_refused_by_the_client(self) -> None:
-        from hcg.torch import _store_server as proto
+        from hcg.torch import _store_proto as proto
 
         c = self.client()
         with self.assertRaises(hcg.HcgValueError) as cm:
@@ -303,7 +303,7 @@ def _exact(sock: socket.socket, n: int) -> bytes:
 
 
 def _reply(sock: socket.socket) -> Tuple[int, List[bytes]]:
-    from hcg.torch import _store_server as proto
+    from hcg.torch import _store_proto as proto
 
     (n,) = struct.unpack(">I", _exact(sock, 4))
     return proto.fields(_exact(sock, n))
@@ -317,7 +317,7 @@ def select_readable(socks: List[socket.socket], seconds: float) -> List[socket.s
 
 
 def _request(sock: socket.socket, op: int, fields: List[bytes]) -> Tuple[int, List[bytes]]:
-    from hcg.torch import _store_server as proto
+    from hcg.torch import _store_proto as proto
 
     sock.sendall(proto.frame(op, fields))
     return _reply(sock)
@@ -378,10 +378,12 @@ class StoreUnderLoad(unittest.TestCase):
     MAX_STORED = 8 << 20
 
     def setUp(self) -> None:
-        from hcg.torch import _store_server as proto, store
+        from hcg.torch import _store_dial, _store_proto as proto, _store_server, store
 
         self.proto = proto
+        self.limits = _store_server  # the server's own bounds
         self.store = store
+        self.dial = _store_dial.dial
         self.server = store.Server("127.0.0.1", SECRET, max_stored=self.MAX_STORED)
         self.port = self.server.port
         self.socks: List[socket.socket] = []
@@ -392,7 +394,7 @@ class StoreUnderLoad(unittest.TestCase):
         self.server.close()
 
     def proven(self, timeout_s: float = 20) -> socket.socket:
-        sock = self.store._connect("127.0.0.1", self.port, SECRET, timeout_s)
+        sock = self.dial("127.0.0.1", self.port, SECRET, timeout_s)
         self.socks.append(sock)
         return sock
 
@@ -430,7 +432,7 @@ class StoreUnderLoad(unittest.TestCase):
                 self.assertGreater(int(row[3]), low, row)
             else:
                 self.assertEqual(row[3], row[4], "soft limit of the server: %s" % row)
-            socks = [self.store._connect("127.0.0.1", server.port, SECRET, 20)
+            socks = [self.dial("127.0.0.1", server.port, SECRET, 20)
                      for _ in range(300)]
             try:
                 self.assertEqual(len(socks), 300)
@@ -464,7 +466,7 @@ class StoreUnderLoad(unittest.TestCase):
             time.sleep(1.0)
             self.assertLess(_cpu_s(pid) - cpu, 0.3, "the store spins on its listener")
             start = time.monotonic()
-            sock = self.store._connect("127.0.0.1", port, SECRET, 20)
+            sock = self.dial("127.0.0.1", port, SECRET, 20)
             self.socks.append(sock)
             self.assertEqual(_request(sock, self.proto.NUM, []), (self.proto.OK, [b"0"]))
             self.assertLess(time.monotonic() - start, 15)
@@ -546,7 +548,7 @@ class StoreUnderLoad(unittest.TestCase):
         sock = self.proven(30)  # the late rank
         self.assertLess(time.monotonic() - start, 15)
         self.assertEqual(_request(sock, self.proto.NUM, []), (self.proto.OK, [b"0"]))
-        self.assertLessEqual(self.stats()["unproven"], self.proto.MAX_UNPROVEN)
+        self.assertLessEqual(self.stats()["unproven"], self.limits.MAX_UNPROVEN)
 
     def test_a_client_closed_before_the_proof_tries_again(self) -> None:
         proto = self.proto
@@ -575,7 +577,7 @@ class StoreUnderLoad(unittest.TestCase):
 
             t = threading.Thread(target=crowded)
             t.start()
-            sock = self.store._connect("127.0.0.1", port, SECRET, 10)
+            sock = self.dial("127.0.0.1", port, SECRET, 10)
             sock.close()
             t.join(10)
             self.assertEqual(seen, [0, 1, 2])
@@ -593,7 +595,7 @@ class StoreUnderLoad(unittest.TestCase):
             t.start()
             start = time.monotonic()
             with self.assertRaises(hcg.HcgRuntimeError) as cm:
-                self.store._connect("127.0.0.1", port, SECRET, 1.0)
+                self.dial("127.0.0.1", port, SECRET, 1.0)
             self.assertGreater(time.monotonic() - start, 0.9)  # until its timeout
             self.assertIn("kept closing the connection", str(cm.exception))
             t.join(10)
@@ -707,7 +709,7 @@ class StoreUnderLoad(unittest.TestCase):
         greedy.sendall(proto.frame(proto.GET, [b"1000", b"r"]) * 300)  # never read
         time.sleep(1.0)
         stats = self.stats()
-        self.assertLessEqual(stats["buffered_out"], proto.MAX_BUFFERED_OUT + 2 * len(value))
+        self.assertLessEqual(stats["buffered_out"], self.limits.MAX_BUFFERED_OUT + 2 * len(value))
         self.assertLess(_status(self.server.pid, "VmRSS"), RSS_BOUND_KB)
         self.assert_serving()
 
@@ -753,7 +755,7 @@ class StoreUnderLoad(unittest.TestCase):
             self.store.Server("127.0.0.1", b"00")  # a one-byte secret
 
     def test_the_server_checks_its_start_line(self) -> None:
-        script = os.path.join(os.path.dirname(self.proto.__file__), "_store_server.py")
+        script = os.path.join(os.path.dirname(self.proto.__file__), "_store_main.py")
         good = self.proto.start_line("127.0.0.1", 0, 1.0, 1 << 20, os.getpid(), SECRET)
         for line in (b"127.0.0.1 0 10.0 00\n",  # the old format
                      good.replace(b" 127.0.0.1 ", b" 127.0.0.1 0 "),  # a field more
@@ -804,9 +806,9 @@ class Relays(unittest.TestCase):
     RELAY only names the prefix."""
 
     def setUp(self) -> None:
-        from hcg.torch import _store_server as proto, store
+        from hcg.torch import _store_dial, _store_proto as proto, store
 
-        self.proto, self.store = proto, store
+        self.proto, self.store, self.dial = proto, store, _store_dial.dial
         self.servers: List[Any] = []
 
     def tearDown(self) -> None:
@@ -832,7 +834,7 @@ class Relays(unittest.TestCase):
         return _request(m, self.proto.RELAY, [prefix, b"%d" % ms, b"%d" % rank])
 
     def conn(self, where: Tuple[int, bytes, int]) -> socket.socket:
-        sock = self.store._connect("127.0.0.1", where[0], where[1], 10)
+        sock = self.dial("127.0.0.1", where[0], where[1], 10)
         self.addCleanup(sock.close)
         return sock
 

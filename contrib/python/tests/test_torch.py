@@ -360,8 +360,9 @@ class RealTorch(unittest.TestCase):
             self.assertIn("did not form within 3 s: ranks 3 never arrived", err)
 
     def test_member_that_never_arrives_host_leaves_at_once(self):
-        # Rank 0 hosts the job store and its process ends as soon as its
-        # call fails; the others read the outcome 1 s after they are woken.
+        # Rank 0 hosts the store of the groups it leads, and its process
+        # ends as soon as its call fails; the others read the outcome 1 s
+        # after they are woken.
         results = run_job("missing_host_leaves", 4, "3", job_store=True)
         self.assertEqual(results[3], {"skipped": True})
         for rank in range(3):

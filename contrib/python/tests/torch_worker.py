@@ -283,14 +283,13 @@ def check_missing_host_leaves(rank: int, world: int, arg: str) -> dict:
     to have read it (groups._Build._outlast)."""
     import time
     import hcg.torch as ht
-    from hcg.torch import store as jobstore
-    from hcg.torch._base import dist
+    from hcg.torch import _store_client
 
     if rank == int(arg):
         time.sleep(8)
         return {"skipped": True}
     if rank != 0:
-        base = jobstore._make_client_class(dist())
+        base = _store_client.JobStore
 
         def slow_get(self, key):
             name = key.decode() if isinstance(key, bytes) else key
@@ -298,7 +297,7 @@ def check_missing_host_leaves(rank: int, world: int, arg: str) -> dict:
                 time.sleep(1)
             return base.get(self, key)
 
-        jobstore._client_class = type("SlowJobStore", (base,), {"get": slow_get})
+        _store_client.JobStore = type("SlowJobStore", (base,), {"get": slow_get})
     start = time.monotonic()
     try:
         ht.new_collection(hcg.Layout("tp=2,dp=*", world), timeout=3)

@@ -224,8 +224,9 @@ def main():
         run(task, sys.argv[2:])
     else:
         run(task)
-    # Rank 0 hosts the store: it must not leave while a peer still
-    # connects a group through it (seen on torch 2.11).
+    # A rank hosts the store of the groups it leads (rank 0, every group's
+    # with MASTER_ADDR): it must not leave while a peer still connects a
+    # group through it (seen on torch 2.11).
     dist.barrier()
     from hcg.torch._base import STATE
 

@@ -265,10 +265,11 @@ def meet(store: Store, index: int, members: Sequence[int], rank: int,
         value = _text(store.get(_GO))
     except Exception as exc:  # pylint: disable=broad-except
         if not timed_out(exc) or time.monotonic() - start < 0.9 * left:
-            # Not the timeout: the store went away (rank 0's process
-            # ended), or the connection to it broke.
-            raise HcgRuntimeError(Status.EIO, "%s: lost hcg.torch's store (hosted "
-                                  "by rank 0) while waiting for its members: %s"
+            # Not the timeout: the store went away (the process of the
+            # rank that hosts it ended), or the connection to it broke.
+            # Which store, and its rank, the client's own error says.
+            raise HcgRuntimeError(Status.EIO, "%s: lost the hcg.torch store it meets "
+                                  "at while waiting for its members: %s"
                                   % (what, first_line(exc))) from None
         absent = missing(store, members)
         if leave:

@@ -39,8 +39,9 @@ store's. So the leader's store serves its own slice and one link per other
 slice, whatever the group's size, and a link asks it a few times per
 step, not once a member.
 
-Only the standard library: the server's process imports this file beside
-_store_server.py, which hands it its protocol (``proto``).
+Only the standard library (the store's process imports it). The
+protocol is _store_proto.py's, as the client's and the server's; what
+the relays need of the server's loop they live in is :class:`Loop`.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ import selectors
 import socket
 import struct
 import time
-from typing import Any, Deque, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Protocol, Sequence, Set, Tuple
+
+from . import _store_proto as proto
+from ._store_conn import Conn
 
 #: Prefixes one store relays at most (each a group this rank heads a
 #: slice of: a few dozen at most).
@@ -80,6 +84,40 @@ JOIN_S = 2.0
 Hop = Tuple[str, int, bytes, int]  # host, port, secret, the rank hosting it
 
 
+class Loop(Protocol):
+    """What the relays use of the server's loop they live in
+    (_store_server.Loop): its selector, which watches their links too, its
+    connections, and its ways to answer, handle and guard a request."""
+
+    sel: selectors.BaseSelector
+    conns: Set[Conn]
+    #: The tag of the request being handled, for its answer.
+    tag: Optional[bytes]
+
+    def answer(self, conn: Conn, status: int, out: Sequence[bytes]) -> None:
+        """Answers the request being handled (with its tag, if it has one)."""
+
+    def reply(self, conn: Conn, tag: Optional[bytes], status: int,
+              out: Sequence[bytes]) -> None:
+        """Answers a request of conn: a tagged one with its tag first."""
+
+    def unblock(self, conn: Conn) -> None:
+        """conn's untagged request was answered: serve what follows it."""
+
+    def later(self, conn: Conn) -> None:
+        """Serves conn's buffered requests from the loop, soon."""
+
+    def handle(self, conn: Conn, op: int, f: List[bytes]) -> None:
+        """Handles one request of conn, as it came (``tag`` says its tag)."""
+
+    def guard(self, fn: Callable[[Conn], None], conn: Conn) -> None:
+        """fn(conn); an exception it raises ends that connection, not the
+        server."""
+
+    def report(self, exc: BaseException) -> None:
+        """Writes an unexpected failure to the store's standard error."""
+
+
 class _Forward:
     """A member's request waiting for the answer from upstream; for a wait,
     what it waits for and until when (a shared wait that timed out upstream
@@ -87,7 +125,7 @@ class _Forward:
 
     __slots__ = ("conn", "tag", "op", "keys", "deadline")
 
-    def __init__(self, conn: Any, tag: Optional[bytes], op: int = 0,
+    def __init__(self, conn: Conn, tag: Optional[bytes], op: int = 0,
                  keys: Tuple[bytes, ...] = (), deadline: float = 0.0) -> None:
         self.conn, self.tag = conn, tag
         self.op, self.keys, self.deadline = op, keys, deadline
@@ -146,9 +184,9 @@ class Link:
 
     def connect(self) -> None:
         host, port = self.hop[0], self.hop[1]
-        family, kind, proto, _, address = socket.getaddrinfo(
+        family, kind, protocol, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(family, kind, proto)
+        sock = socket.socket(family, kind, protocol)
         sock.setblocking(False)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -192,7 +230,6 @@ class Link:
     # -- events -----------------------------------------------------------
 
     def event(self, mask: int) -> None:
-        p = self.relays.proto
         if self.state == "connecting":
             assert self.sock is not None
             err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
@@ -202,11 +239,11 @@ class Link:
             self._watch(selectors.EVENT_READ)
             return
         if mask & selectors.EVENT_READ:
-            self._read(p)
+            self._read()
         if mask & selectors.EVENT_WRITE and self.state == "ready":
             self._flush()
 
-    def _read(self, p: Any) -> None:
+    def _read(self) -> None:
         assert self.sock is not None
         try:
             data = self.sock.recv(1 << 16)
@@ -218,7 +255,7 @@ class Link:
             if self.state in ("hello", "proving"):
                 # Shed to make room (BUSY), or closed before its greeting:
                 # as a client, try again.
-                if self.state == "hello" or bytes(self.inbuf).startswith(p.BUSY):
+                if self.state == "hello" or bytes(self.inbuf).startswith(proto.BUSY):
                     self.busy(time.monotonic())
                     return
                 raise ConnectionError("it refused this store's proof (not the "
@@ -226,32 +263,32 @@ class Link:
             raise ConnectionError("it closed the link")
         self.inbuf += data
         if self.state == "hello":
-            need = len(p.HELLO) + p.NONCE
+            need = len(proto.HELLO) + proto.NONCE
             if len(self.inbuf) < need:
                 return
-            if bytes(self.inbuf[:len(p.HELLO)]) != p.HELLO:
+            if bytes(self.inbuf[:len(proto.HELLO)]) != proto.HELLO:
                 raise ConnectionError("it did not greet as hcg's store does")
-            server_nonce = bytes(self.inbuf[len(p.HELLO):need])
+            server_nonce = bytes(self.inbuf[len(proto.HELLO):need])
             del self.inbuf[:need]
-            self.nonce = os.urandom(p.NONCE)
+            self.nonce = os.urandom(proto.NONCE)
             self.state = "proving"
-            self._send_now(p.ANSWER + self.nonce +
-                           p.mac(self.hop[2], b"client", server_nonce, self.nonce))
+            self._send_now(proto.ANSWER + self.nonce +
+                           proto.mac(self.hop[2], b"client", server_nonce, self.nonce))
             self.server_nonce = server_nonce
             return
         if self.state == "proving":
-            if len(self.inbuf) < p.MAC:
+            if len(self.inbuf) < proto.MAC:
                 return
-            proof = bytes(self.inbuf[:p.MAC])
-            del self.inbuf[:p.MAC]
-            if not hmac.compare_digest(proof, p.mac(self.hop[2], b"server",
-                                                    self.server_nonce, self.nonce)):
+            proof = bytes(self.inbuf[:proto.MAC])
+            del self.inbuf[:proto.MAC]
+            if not hmac.compare_digest(proof, proto.mac(self.hop[2], b"server",
+                                                        self.server_nonce, self.nonce)):
                 raise ConnectionError("it did not prove it is the store its rank "
                                       "published")
             self.state = "ready"
             self.pause = RETRY_FIRST_S
             self._flush()
-        self._answers(p)
+        self._answers()
 
     def _send_now(self, data: bytes) -> None:
         assert self.sock is not None
@@ -267,14 +304,14 @@ class Link:
             del self.outbuf[:sent]
         self._watch(selectors.EVENT_READ | (selectors.EVENT_WRITE if self.outbuf else 0))
 
-    def _answers(self, p: Any) -> None:
+    def _answers(self) -> None:
         while len(self.inbuf) >= 4:
             (n,) = struct.unpack_from(">I", self.inbuf, 0)
-            if n == 0 or n > p.MAX_ANSWER + 4 + p.MAX_TAG:
+            if n == 0 or n > proto.MAX_ANSWER + 4 + proto.MAX_TAG:
                 raise ConnectionError("it sent a frame of %d bytes" % n)
             if len(self.inbuf) < 4 + n:
                 return
-            status, out = p.fields(bytes(self.inbuf[4:4 + n]))
+            status, out = proto.fields(bytes(self.inbuf[4:4 + n]))
             del self.inbuf[:4 + n]
             if not out:
                 raise ConnectionError("it answered without the request's tag")
@@ -282,7 +319,7 @@ class Link:
             waiting = self.pending.pop(tag, None)
             if waiting is None:
                 raise ConnectionError("it answered a request never sent")
-            if not waiting and status != p.OK:  # a RELAY it was told
+            if not waiting and status != proto.OK:  # a RELAY it was told
                 raise ConnectionError("it refused to relay further: %s" % b"".join(
                     out[1:2]).decode("utf-8", "replace"))
             read = self.read_of.pop(tag, None)
@@ -291,14 +328,14 @@ class Link:
             if tag in self.adds_up:
                 prefix, counts = self.adds_up.pop(tag)
                 self.prefixes_up.discard(prefix)
-                self._added(p, waiting, counts, status, out[1:])
+                self._added(waiting, counts, status, out[1:])
                 if self.adds.get(prefix):
                     self._send_adds(prefix)
                 continue
             now = time.monotonic()
             again: List[_Forward] = []
             for fwd in waiting:
-                if status == p.TIMEOUT and fwd.deadline > now + 0.01:
+                if status == proto.TIMEOUT and fwd.deadline > now + 0.01:
                     again.append(fwd)  # joined a wait that ended before its own
                 else:
                     self.relays.answer(fwd, status, out[1:])
@@ -310,14 +347,13 @@ class Link:
     def request(self, op: int, fields: Sequence[bytes], fwd: Optional[_Forward],
                 read: Optional[Tuple[int, Tuple[bytes, ...]]] = None,
                 deadline: float = 0.0) -> None:
-        p = self.relays.proto
         self.next_tag += 1
         tag = struct.pack(">Q", self.next_tag)
         self.pending[tag] = [fwd] if fwd is not None else []
         if read is not None:
             self.reads[read] = (tag, deadline)
             self.read_of[tag] = read
-        self.outbuf += p.frame(p.TAGGED, [tag, bytes([op])] + list(fields))
+        self.outbuf += proto.frame(proto.TAGGED, [tag, bytes([op])] + list(fields))
         self.relays.upstream += 1
         if self.state == "ready":
             self._flush()
@@ -331,27 +367,26 @@ class Link:
             self._send_adds(prefix)
 
     def _send_adds(self, prefix: bytes) -> None:
-        p = self.relays.proto
         queue = self.adds[prefix]
         batch: List[_Adds] = []
         size = 0
-        while queue and (not batch or size + queue[0].size <= p.MAX_REQUEST // 2):
+        while queue and (not batch or size + queue[0].size <= proto.MAX_REQUEST // 2):
             batch.append(queue.popleft())
             size += batch[-1].size
         if not queue:
             del self.adds[prefix]
-        self.request(p.MADD, [x for adds in batch for x in adds.fields], None)
+        self.request(proto.MADD, [x for adds in batch for x in adds.fields], None)
         tag = struct.pack(">Q", self.next_tag)
         self.adds_up[tag] = (prefix, [len(adds.fields) // 2 for adds in batch])
         self.prefixes_up.add(prefix)
         self.pending[tag] = [adds.fwd for adds in batch]
 
-    def _added(self, p: Any, waiting: List[_Forward], counts: List[int], status: int,
+    def _added(self, waiting: List[_Forward], counts: List[int], status: int,
                values: List[bytes]) -> None:
         """Hands a batch's answer to the requests in it, each its own
         values: for a member's ADD one (an error where its key's value is
         no number), for a store below's MADD its values as they came."""
-        if status != p.OK:  # the whole batch (a store up there refused it)
+        if status != proto.OK:  # the whole batch (a store up there refused it)
             for fwd in waiting:
                 self.relays.answer(fwd, status, values[:1])
             return
@@ -361,11 +396,11 @@ class Link:
         at = 0
         for fwd, n in zip(waiting, counts):
             mine, at = values[at:at + n], at + n
-            if fwd.op == p.MADD or mine[0]:
-                self.relays.answer(fwd, p.OK, mine)
+            if fwd.op == proto.MADD or mine[0]:
+                self.relays.answer(fwd, proto.OK, mine)
             else:
-                self.relays.answer(fwd, p.ERROR, [b"the value of key '%s' is not a "
-                                                  b"number" % fwd.keys[0][:200]])
+                self.relays.answer(fwd, proto.ERROR, [b"the value of key '%s' is not a "
+                                                      b"number" % fwd.keys[0][:200]])
 
     def wait(self, fwd: _Forward) -> None:
         """Sends a member's wait up, or joins the same wait in flight (one
@@ -392,7 +427,7 @@ class Link:
                "leader's, or a slice head's on the way): %s" % (self.where(), reason))
         for fwds in waiting.values():
             for fwd in fwds:
-                self.relays.answer(fwd, self.relays.proto.ERROR, [msg.encode()])
+                self.relays.answer(fwd, proto.ERROR, [msg.encode()])
 
 
 class _Up:
@@ -415,16 +450,15 @@ class _Held:
     def __init__(self, deadline: float, rank: int) -> None:
         self.deadline, self.rank = deadline, rank
         # (connection, tag, op, fields): what came meanwhile, in order.
-        self.requests: Deque[Tuple[Any, Optional[bytes], int, List[bytes]]] = \
+        self.requests: Deque[Tuple[Conn, Optional[bytes], int, List[bytes]]] = \
             collections.deque()
 
 
 class Relays:
     """The prefixes a store relays and its links up."""
 
-    def __init__(self, loop: Any, proto: Any) -> None:
+    def __init__(self, loop: Loop) -> None:
         self.loop = loop
-        self.proto = proto
         self.prefixes: Dict[bytes, _Up] = {}  # configured by this store's rank
         self.held: Dict[bytes, _Held] = {}  # named by a member, not yet configured
         self.local: Set[bytes] = set()  # served here after all (its rank said so)
@@ -446,34 +480,34 @@ class Relays:
 
     # -- RELAY, from a member or a store below -------------------------------
 
-    def register(self, conn: Any, f: List[bytes]) -> None:
+    def register(self, conn: Conn, f: List[bytes]) -> None:
         """A RELAY request (``prefix, wait_ms, rank``): the prefix's keys
         are relayed from this store. Known already (configured, held,
         local): OK; failed: its reason; new: held until this store's rank
         says where, wait_ms at most (``rank``, the one the member takes for
         this store's host, is named when it does not). Answers conn."""
-        p, loop = self.proto, self.loop
+        loop = self.loop
         if len(f) != 3 or not f[0].endswith(b"/") or len(f[0]) > MAX_PREFIX \
                 or not f[1].isdigit() or len(f[1]) > 15 or not f[2].isdigit() \
                 or len(f[2]) > 10:
-            loop._answer(conn, p.ERROR, [b"a relay is a prefix ending with '/' (at most "
-                                         b"%d bytes), the wait in ms and the rank "
-                                         b"hosting this store" % MAX_PREFIX])
+            loop.answer(conn, proto.ERROR, [b"a relay is a prefix ending with '/' (at most "
+                                            b"%d bytes), the wait in ms and the rank "
+                                            b"hosting this store" % MAX_PREFIX])
             return
         prefix = f[0]
         if prefix in self.failed:
-            loop._answer(conn, p.ERROR, [self.failed[prefix]])
+            loop.answer(conn, proto.ERROR, [self.failed[prefix]])
             return
         if prefix in self.prefixes or prefix in self.held or prefix in self.local:
-            loop._answer(conn, p.OK, [])
+            loop.answer(conn, proto.OK, [])
             return
         why = self._room(prefix)
         if why:
-            loop._answer(conn, p.ERROR, [why])
+            loop.answer(conn, proto.ERROR, [why])
             return
-        wait_s = min(int(f[1]), p.MAX_WAIT_MS) / 1000.0
+        wait_s = min(int(f[1]), proto.MAX_WAIT_MS) / 1000.0
         self.held[prefix] = _Held(time.monotonic() + wait_s, int(f[2]))
-        loop._answer(conn, p.OK, [])
+        loop.answer(conn, proto.OK, [])
 
     def _room(self, prefix: bytes) -> bytes:
         """Why ``prefix`` cannot be relayed here (b"" when it can)."""
@@ -519,7 +553,6 @@ class Relays:
             answer the prefix's requests with REASON.
 
         PREFIX, SECRET and REASON in hex."""
-        p = self.proto
         parts = line.split(b" ")
         try:
             prefix = bytes.fromhex(parts[1].decode("ascii"))
@@ -530,8 +563,8 @@ class Relays:
         if parts[0] == b"relay" and len(parts) == 8:
             host = parts[2].decode("ascii", "replace")
             secret = bytes.fromhex(parts[4].decode("ascii"))
-            if not p.valid_host(host) or not parts[3].isdigit() or \
-                    not 0 < int(parts[3]) < 65536 or len(secret) != p.SECRET_BYTES or \
+            if not proto.valid_host(host) or not parts[3].isdigit() or \
+                    not 0 < int(parts[3]) < 65536 or len(secret) != proto.SECRET_BYTES or \
                     not parts[5].isdigit() or parts[6] not in (b"0", b"1") or \
                     not parts[7].isdigit():
                 raise ValueError("a relay command that is not HOST PORT SECRET RANK "
@@ -544,7 +577,7 @@ class Relays:
                                      % prefix[:200].decode("utf-8", "replace"))
                 return
             self._settle(prefix)
-            wait_s = min(int(parts[7]), p.MAX_WAIT_MS) / 1000.0
+            wait_s = min(int(parts[7]), proto.MAX_WAIT_MS) / 1000.0
             self.prefixes[prefix] = _Up(hop, parts[6] == b"1", time.monotonic() + wait_s)
             self._release(prefix)
         elif parts[0] == b"local" and len(parts) == 2:
@@ -585,20 +618,25 @@ class Relays:
                 continue  # gone meanwhile
             if tag is None:
                 conn.blocked = None
-            loop._guard(self._again, conn, tag, op, f)
+            loop.guard(self._again_for(tag, op, f), conn)
 
-    def _again(self, conn: Any, tag: Optional[bytes], op: int, f: List[bytes]) -> None:
+    def _again_for(self, tag: Optional[bytes], op: int,
+                   f: List[bytes]) -> Callable[[Conn], None]:
+        """A held request's handling, for the loop to guard."""
+        return lambda conn: self._again(conn, tag, op, f)
+
+    def _again(self, conn: Conn, tag: Optional[bytes], op: int, f: List[bytes]) -> None:
         """Handles a held request as if it had just come (its tag restored
         for the answer); an untagged one answered at once frees what its
         connection sent after it."""
         loop = self.loop
         loop.tag = tag
         try:
-            loop._handle(conn, op, f)
+            loop.handle(conn, op, f)
         finally:
             loop.tag = None
         if tag is None and conn.blocked is None:
-            loop._later(conn)  # answered already: what it sent next
+            loop.later(conn)  # answered already: what it sent next
 
     # -- forwarding ------------------------------------------------------------
 
@@ -611,35 +649,35 @@ class Relays:
             i = key.find(b"/", i + 1)
         return None
 
-    def forward(self, conn: Any, tag: Optional[bytes], op: int, f: List[bytes],
+    def forward(self, conn: Conn, tag: Optional[bytes], op: int, f: List[bytes],
                 keys: List[bytes]) -> bool:
         """Forwards the request if its keys are relayed (True), after
         which its answer comes from upstream (or is held until this store's
         rank says where); False: served here."""
-        p, loop = self.proto, self.loop
+        loop = self.loop
         found = {self._prefix_of(k) for k in keys}
         if found == {None}:
             return False
         if len(found) > 1:
-            loop._answer(conn, p.ERROR, [b"a request on keys of two stores: relayed "
-                                         b"and not, or relayed to two"])
+            loop.answer(conn, proto.ERROR, [b"a request on keys of two stores: relayed "
+                                            b"and not, or relayed to two"])
             return True
         prefix = found.pop()
         assert prefix is not None
         if prefix in self.failed:
-            loop._answer(conn, p.ERROR, [self.failed[prefix]])
+            loop.answer(conn, proto.ERROR, [self.failed[prefix]])
             return True
-        if conn.forwarded >= p.MAX_TAGGED:
+        if conn.forwarded >= proto.MAX_TAGGED:
             # A peer that pipelines without reading answers would grow
             # the link's buffer while the store up there is slow.
-            loop._answer(conn, p.ERROR, [b"%d requests of this connection wait for "
-                                         b"the store up the relay; at most %d "
-                                         b"(MAX_TAGGED)" % (conn.forwarded, p.MAX_TAGGED)])
+            loop.answer(conn, proto.ERROR, [b"%d requests of this connection wait for "
+                                            b"the store up the relay; at most %d "
+                                            b"(MAX_TAGGED)" % (conn.forwarded, proto.MAX_TAGGED)])
             return True
-        if op in (p.ADD, p.MADD) and not _numbers(f[1::2]):
+        if op in (proto.ADD, proto.MADD) and not _numbers(f[1::2]):
             # Never into a batch: the store up there would refuse the
             # batch, and with it every other member's adds in it.
-            loop._answer(conn, p.ERROR, [b"an amount of these adds is not a number"])
+            loop.answer(conn, proto.ERROR, [b"an amount of these adds is not a number"])
             return True
         held = self.held.get(prefix)
         if held is not None:
@@ -652,21 +690,21 @@ class Relays:
         link = self.links.get(up.hop)
         if link is None:
             if len(self.links) >= MAX_LINKS:
-                loop._answer(conn, p.ERROR, [b"this store holds %d links up already, "
-                                             b"its most (MAX_LINKS)" % len(self.links)])
+                loop.answer(conn, proto.ERROR, [b"this store holds %d links up already, "
+                                                b"its most (MAX_LINKS)" % len(self.links)])
                 return True
             link = self.links[up.hop] = Link(self, up.hop)
             try:
                 link.connect()
             except OSError as exc:
                 del self.links[up.hop]
-                loop._answer(conn, p.ERROR, [
+                loop.answer(conn, proto.ERROR, [
                     ("hcg.torch's store could not relay to the store at %s: %s"
                      % (link.where(), exc)).encode()])
                 return True
         self.forwarded += 1
         conn.forwarded += 1
-        is_wait = op in (p.GET, p.WAIT, p.MGET)
+        is_wait = op in proto.WAITS
         fwd = (_Forward(conn, tag, op, tuple(f[1:]),
                         time.monotonic() + _ms(f[0]) / 1000.0)
                if is_wait else _Forward(conn, tag))
@@ -677,10 +715,10 @@ class Relays:
             # tell it the prefix is relayed there, first.
             link.announced.add(prefix)
             ms = max(0, int((up.deadline - time.monotonic()) * 1000))
-            link.request(p.RELAY, [prefix, b"%d" % ms, b"%d" % up.hop[3]], None)
+            link.request(proto.RELAY, [prefix, b"%d" % ms, b"%d" % up.hop[3]], None)
         if is_wait:
             link.wait(fwd)
-        elif op in (p.ADD, p.MADD):
+        elif op in (proto.ADD, proto.MADD):
             fwd.op, fwd.keys = op, tuple(f[:1])
             link.add(prefix, _Adds(fwd, f))
         else:
@@ -705,7 +743,7 @@ class Relays:
         except (OSError, ValueError) as exc:
             self._drop(link, str(exc))
         except Exception as exc:  # pylint: disable=broad-except
-            self.loop._report(exc)
+            self.loop.report(exc)
             self._drop(link, "%s: %s" % (type(exc).__name__, exc))
 
     def _drop(self, link: Link, reason: str) -> None:
