@@ -680,15 +680,11 @@ static int view_order(const struct hcg_view *v, const char *const orders[2][5],
   }
   if (!fits[0] && !fits[1]) {
     char big[HCG_MAX_DIMS * HCG_NAME_BUF + 1] = "";
-    size_t len = 0;
+    struct hcg_buf b;
+    hcg__buf_init(&b, big, sizeof big);
     for (int d = 0; d < v->ndims; d++)
-      if (v->dims[d].size > 1) {
-        int w = snprintf(big + len, sizeof big - len, "%s%s", len ? "," : "",
-                         v->dims[d].name);
-        if (w < 0 || (size_t)w >= sizeof big - len)
-          break;
-        len += (size_t)w;
-      }
+      if (v->dims[d].size > 1)
+        hcg__buf_printf(&b, "%s%s", b.len ? "," : "", v->dims[d].name);
     return hcg__fail(err, HCG_ELAYOUT,
                      "%s orders its dims %s; Megatron orders them "
                      "%s,%s,%s,%s,%s (or %s,%s,%s,%s,%s with "
@@ -865,14 +861,10 @@ int hcg_megatron_values(const hcg_layout *layout, hcg_megatron_value *out,
     rc = single_values(layout, 0, &sizes[0], &vs, err);
   } else {
     char names[HCG_MAX_GRIDS * (HCG_NAME_BUF + 2)] = "";
-    size_t len = 0;
-    for (int g = 0; g < layout->ngrids; g++) {
-      int w = snprintf(names + len, sizeof names - len, "%s%s", g ? ", " : "",
-                       layout->grids[g].name);
-      if (w < 0 || (size_t)w >= sizeof names - len)
-        break;
-      len += (size_t)w;
-    }
+    struct hcg_buf b;
+    hcg__buf_init(&b, names, sizeof names);
+    for (int g = 0; g < layout->ngrids; g++)
+      hcg__buf_printf(&b, "%s%s", g ? ", " : "", layout->grids[g].name);
     return hcg__fail(err, HCG_ELAYOUT,
                      "a layout of several grids is Megatron's MIMO topology "
                      "only with a grid named '%s' (the language module); "
