@@ -337,6 +337,14 @@ static void expect_why(struct hcgp_domain_input *in, const char *needle,
   hcgp_domains_free(&d);
 }
 
+/* The domain of each of the first strlen(want) ranks, one digit a rank. */
+static void expect_domains(struct hcgp_domains *d, const char *want) {
+  char got[16] = "";
+  for (size_t r = 0; r < strlen(want) && r + 1 < sizeof got; r++)
+    got[r] = (char)('0' + hcgp_domains_domain_of(d, (int)r));
+  ck_assert_str_eq(got, want);
+}
+
 START_TEST(domains_learnt) {
   int local[2];
   struct hcgp_domains d;
@@ -345,10 +353,7 @@ START_TEST(domains_learnt) {
       input(1, "block.node", "b1.hcgn2", blocks, local);
   hcgp_domains_build(&d, &in);
   ck_assert_msg(d.state == HCGP_DOMAINS_KNOWN, "%s", d.why);
-  char got[16] = "";
-  for (int r = 0; r < 8; r++)
-    got[r] = (char)('0' + hcgp_domains_domain_of(&d, r));
-  ck_assert_str_eq(got, "00001111");
+  expect_domains(&d, "00001111");
   hcgp_domains_name(&d, hcgp_domains_domain_of(&d, 5), name, sizeof name);
   ck_assert_str_eq(name, "block b2");
   ck_assert_int_eq(hcgp_domains_node_of(&d, 5), 2);
@@ -359,9 +364,7 @@ START_TEST(domains_learnt) {
   local[0] = 3, local[1] = 7; /* cyclic: ranks 3 and 7 on the last node */
   hcgp_domains_build(&d, &in);
   ck_assert_msg(d.state == HCGP_DOMAINS_KNOWN, "%s", d.why);
-  for (int r = 0; r < 8; r++)
-    got[r] = (char)('0' + hcgp_domains_domain_of(&d, r));
-  ck_assert_str_eq(got, "00110011");
+  expect_domains(&d, "00110011");
   hcgp_domains_name(&d, 0, name, sizeof name);
   ck_assert_str_eq(name, "switch s1");
   hcgp_domains_free(&d);
@@ -482,10 +485,7 @@ START_TEST(domains_in_topology_order) {
     struct hcgp_domains d;
     hcgp_domains_build(&d, &in);
     ck_assert_msg(d.state == HCGP_DOMAINS_KNOWN, "%s", d.why);
-    char got[16] = "";
-    for (int r = 0; r < 8; r++)
-      got[r] = (char)('0' + hcgp_domains_domain_of(&d, r));
-    ck_assert_str_eq(got, "00001111");
+    expect_domains(&d, "00001111");
     for (int t = 0; t < 3; t++) {
       hcg_layout *L = NULL;
       hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
