@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import datetime
 import socket
-import struct
 import threading
 from typing import List, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import HcgRuntimeError, HcgTimeoutError, HcgValueError, Status
 from . import _store_proto as proto
 from ._base import dist
-from ._store_dial import dial, recv_exact, where
+from ._store_dial import dial, recv_answer, where
 
 #: How much longer than a wait's own deadline a client gives the server
 #: to answer before it takes the connection for lost.
@@ -80,10 +79,7 @@ class JobStore(dist().Store):  # type: ignore[misc]
             try:
                 sock.settimeout(min(wait_s or 0.0, _MAX_WAIT_S) + _GRACE_S)
                 sock.sendall(request)
-                (n,) = struct.unpack(">I", recv_exact(sock, 4))
-                if n == 0 or n > proto.MAX_ANSWER:
-                    raise ConnectionResetError("a frame of %d bytes" % n)
-                status, out = proto.fields(recv_exact(sock, n))
+                status, out = recv_answer(sock)
             except (OSError, ValueError) as exc:
                 self._sock = None
                 sock.close()

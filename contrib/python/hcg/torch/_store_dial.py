@@ -11,8 +11,9 @@ import hmac
 import os
 import random
 import socket
+import struct
 import time
-from typing import Optional
+from typing import List, Optional, Tuple
 
 from ..errors import HcgRuntimeError, Status
 from . import _store_proto as proto
@@ -47,6 +48,16 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
         parts.append(chunk)
         got += len(chunk)
     return b"".join(parts)
+
+
+def recv_answer(sock: socket.socket) -> Tuple[int, List[bytes]]:
+    """One answer of the store: its status and fields. ConnectionResetError
+    for a length no answer has (0, or over MAX_ANSWER) or a peer that
+    closed; ValueError for a body that is no answer (proto.fields)."""
+    (n,) = struct.unpack(">I", recv_exact(sock, 4))
+    if n == 0 or n > proto.MAX_ANSWER:
+        raise ConnectionResetError("a frame of %d bytes" % n)
+    return proto.fields(recv_exact(sock, n))
 
 
 def recv_upto(sock: socket.socket, n: int) -> bytes:

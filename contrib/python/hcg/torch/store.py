@@ -42,7 +42,6 @@ import atexit
 import datetime
 import os
 import select
-import struct
 import subprocess
 import sys
 import threading
@@ -53,7 +52,7 @@ from . import _places
 from . import _store_proto as proto
 from ._base import STATE, Dist, Store, dist
 from ._meet import first_line
-from ._store_dial import HANDSHAKE_S, dial, recv_exact, where
+from ._store_dial import HANDSHAKE_S, dial, recv_answer, where
 
 if TYPE_CHECKING:  # at run time only once a client is made: it imports torch
     from ._store_client import JobStore
@@ -386,8 +385,7 @@ def stats(host: str, port: int, secret: bytes, host_rank: int = 0) -> Dict[str, 
     try:
         sock.settimeout(30.0)
         sock.sendall(proto.frame(proto.STATS, []))
-        (n,) = struct.unpack(">I", recv_exact(sock, 4))
-        status, fields = proto.fields(recv_exact(sock, n))
+        status, fields = recv_answer(sock)
     except (OSError, ValueError) as exc:
         raise HcgRuntimeError(Status.EIO, "%s: its statistics: %s"
                               % (where(host, port, host_rank), exc)) from None
