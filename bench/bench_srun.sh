@@ -22,18 +22,28 @@
 # overhead is below 2% at 95% confidence when the ratio's upper bound is
 # below 1.02. The plugstack.conf is rewritten between runs, outside the
 # timed part (srun reads it at start, slurmstepd at every step start).
+# Beside the time, the page faults of the whole machine during each srun
+# (/proc/vmstat pgfault), per task, above no plugin: where tasks are
+# forked and exec'd, a page a task writes or runs first is a fault, and
+# on the project's virtual machines faults are most of the cost; their
+# count barely moves with the machine's load, the time does (doc/plugin.md,
+# "What a task costs").
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 
-ms() { # runs "$@", prints its wall time in microseconds
-  local t0 t1
+faults() { awk '$1 == "pgfault" {print $2}' /proc/vmstat; }
+
+ms() { # runs "$@", prints its wall time in microseconds and the page faults
+  local t0 t1 f0 f1
+  f0=$(faults)
   t0=$(date +%s%N)
   "$@" >/dev/null 2>&1 || {
     echo "bench_srun: '$*' failed" >&2
     exit 1
   }
   t1=$(date +%s%N)
-  echo $(((t1 - t0) / 1000))
+  f1=$(faults)
+  echo "$(((t1 - t0) / 1000)) $((f1 - f0))"
 }
 
 # Installs the plugstack.conf of a variant: none, or the plugin's.
@@ -42,11 +52,11 @@ use_plugstack() { # none|plugin DIR
     mv -f "$CLUSTER_PLUGSTACK.tmp" "$CLUSTER_PLUGSTACK"
 }
 
-# Prints ROUNDS lines "none loaded used" (microseconds). WAIT=1: wait for
-# an idle cluster before each srun.
+# Prints ROUNDS lines "none loaded used" (microseconds), then the page
+# faults of each. WAIT=1: wait for an idle cluster before each srun.
 rounds() { # ROUNDS TASKS LAYOUT WAIT DIR
   local rounds=$1 tasks=$2 layout=$3 wait=$4 dir=$5 i k v
-  local -a t
+  local -a t f
   local -a plain=(srun -n "$tasks" --overcommit true)
   local -a with=(srun -n "$tasks" --overcommit --hcg-layout="$layout" true)
   use_plugstack plugin "$dir"
@@ -59,9 +69,13 @@ rounds() { # ROUNDS TASKS LAYOUT WAIT DIR
       v=$(((i + k) % 3))
       if [ "$v" = 0 ]; then use_plugstack none "$dir"; else use_plugstack plugin "$dir"; fi
       [ "$wait" = 1 ] && cluster_wait_idle 30
-      if [ "$v" = 2 ]; then t[v]=$(ms "${with[@]}"); else t[v]=$(ms "${plain[@]}"); fi
+      if [ "$v" = 2 ]; then
+        read -r "t[v]" "f[v]" < <(ms "${with[@]}")
+      else
+        read -r "t[v]" "f[v]" < <(ms "${plain[@]}")
+      fi
     done
-    echo "${t[0]} ${t[1]} ${t[2]}"
+    echo "${t[0]} ${t[1]} ${t[2]} ${f[0]} ${f[1]} ${f[2]}"
   done
   use_plugstack plugin "$dir"
 }
@@ -97,6 +111,10 @@ report() { # LABEL FILE
   printf '  ratio: loaded/none %s   used/none %s   used/loaded %s\n' \
     "$(awk '{print $2 / $1}' "$f" | rci)" "$(awk '{print $3 / $1}' "$f" | rci)" \
     "$(awk '{print $3 / $2}' "$f" | rci)"
+  printf '  page faults a task: none %s   loaded - none %s   used - none %s\n' \
+    "$(awk -v n="$tasks" '{print $4 / n}' "$f" | ci)" \
+    "$(awk -v n="$tasks" '{print ($5 - $4) / n}' "$f" | ci)" \
+    "$(awk -v n="$tasks" '{print ($6 - $4) / n}' "$f" | ci)"
   if [ -n "${HCG_BENCH_SUMMARY:-}" ]; then
     printf 'srun -n %d %s: used/none\t%s\tgoal <= 1.02\n' "$tasks" "$1" \
       "$(awk '{print $3 / $1}' "$f" | rci)" >>"$HCG_BENCH_SUMMARY"

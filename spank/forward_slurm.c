@@ -15,6 +15,7 @@
 #include "forward_slurm.h"
 #include "log.h"
 #include "order.h"
+#include "taskenv.h"
 
 /* ---- srun ---------------------------------------------------------------- */
 
@@ -120,15 +121,54 @@ int hcgp_forward_drop_inherited(spank_t sp) {
   return rc;
 }
 
+/* The task's own variables until hcgp_setter_flush, and the placement
+ * check's: static, the forked task's own copy, untouched (and unpaid for)
+ * until the task records. Room for the longest layout and the rest; more
+ * is set at once. */
+static char required_buf[2 * HCGP_FORWARD_MAX], optional_buf[HCGP_FORWARD_MAX];
+static struct hcgp_env_record recorded[2] = {
+    {required_buf, sizeof required_buf, 0},
+    {optional_buf, sizeof optional_buf, 0}};
+
+static int set_now(spank_t sp, const char *name, const char *value) {
+  spank_err_t rc = spank_setenv(sp, name, value, 1);
+  if (rc == ESPANK_SUCCESS)
+    return 0;
+  hcgp_log(HCGP_LOG_ERROR, "cannot set %s for the task: %s", name,
+           spank_strerror(rc));
+  return -1;
+}
+
+/* Sets what r holds, and empties it: 0, or -1 at the first failure. */
+static int set_recorded(spank_t sp, struct hcgp_env_record *r) {
+  size_t at = 0;
+  const char *name, *value;
+  int rc = 0;
+  while (!rc && (name = hcgp_env_record_next(r, &at, &value)))
+    rc = set_now(sp, name, value);
+  r->used = 0;
+  return rc;
+}
+
+int hcgp_setter_flush(spank_t sp, int *optional_failed) {
+  if (set_recorded(sp, &recorded[0])) {
+    recorded[1].used = 0;
+    return -1;
+  }
+  if (set_recorded(sp, &recorded[1]))
+    *optional_failed = 1;
+  return 0;
+}
+
 int hcgp_setter_set(void *setter, const char *name, const char *value) {
   struct hcgp_setter *s = setter;
-  spank_err_t rc = spank_setenv(s->sp, name, value, 1);
-  if (rc != ESPANK_SUCCESS) {
-    hcgp_log(HCGP_LOG_ERROR, "cannot set %s for the task: %s", name,
-             spank_strerror(rc));
+  struct hcgp_env_record *r = &recorded[s->optional != 0];
+  if (hcgp_env_record_add(r, name, value) == HCG_OK)
+    return HCG_OK;
+  /* No room: in order, what was recorded, then this one. */
+  if (set_recorded(s->sp, r) || set_now(s->sp, name, value)) {
     s->failed = 1;
     return HCG_EENV;
   }
-  s->count++;
   return HCG_OK;
 }

@@ -27,14 +27,19 @@ void hcgp_forward_unset_placement(spank_t sp);
  * plugin may set (hcgp_env_plugin_owned). */
 int hcgp_forward_drop_inherited(spank_t sp);
 
-/* Sets the task's variables (hcgp_task_setenv_fn, hcg_env_fn). A variable
- * it cannot set stops the walk with HCG_EENV, logged here: `failed` tells
+/* A task's variables (hcgp_task_setenv_fn, hcg_env_fn): recorded, and set
+ * by hcgp_setter_flush once the task has freed what it allocated
+ * (taskenv.h). A variable that cannot be set is logged here: `failed` tells
  * the caller that this message, not the walk's hcg_error, says why. */
 struct hcgp_setter {
   spank_t sp;
-  int count;  /* variables set */
-  int failed; /* a spank_setenv failed, and was logged */
+  int failed;   /* a spank_setenv failed, and was logged */
+  int optional; /* the placement check's: its failure fails the check */
 };
 int hcgp_setter_set(void *setter, const char *name, const char *value);
+/* Sets what was recorded, the placement check's last: 0, or -1 when a
+ * variable could not be set (logged); one of the placement check's sets
+ * *optional_failed instead. */
+int hcgp_setter_flush(spank_t sp, int *optional_failed);
 
 #endif /* HCGP_FORWARD_SLURM_H */

@@ -8,8 +8,8 @@
  * for the domain list: HCG_..._DOMAIN_LOCAL=1|0 and a line of its own,
  * with a suggestion; where they cannot be learnt, one line says why.
  *
- * Runs in task_init, after the layout variables are set, on the layout
- * hcgp_task_env_keep parsed and checked for them (forward.h).
+ * Runs in task_init, after the layout variables are recorded, on the
+ * layout they came from (stepenv_slurm.h, or parsed in the task).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,7 +188,7 @@ enum hcgp_task_verdict hcgp_placement_task(spank_t sp, const hcg_layout *L,
   }
   /* Per-dim variables, like _RANK and _SIZE: export_dims=no leaves them
    * out (the check itself still runs). */
-  struct hcgp_setter setter = {sp, 0, 0};
+  struct hcgp_setter setter = {sp, 0, 1};
   int failed = t->export_dims &&
                hcg_rank_placement_env(
                    L, (int)t->rank, hcgp_state.args.intra_node_dims,
@@ -224,7 +224,7 @@ enum hcgp_task_verdict hcgp_placement_task(spank_t sp, const hcg_layout *L,
   }
   if (!failed && cached.domain_known && dom &&
       dom->state == HCGP_DOMAINS_KNOWN) {
-    struct hcgp_setter dsetter = {sp, 0, 0};
+    struct hcgp_setter dsetter = {sp, 0, 1};
     failed =
         t->export_dims &&
         hcg_rank_domain_env(L, (int)t->rank, hcgp_state.args.intra_domain_dims,
@@ -236,10 +236,14 @@ enum hcgp_task_verdict hcgp_placement_task(spank_t sp, const hcg_layout *L,
       refused = refused || policy == HCGP_PLACEMENT_REFUSE;
     }
   }
-  if (failed) {
-    hcgp_log(HCGP_LOG_ERROR, "the placement check failed");
-    /* Under warn a failed check is a warning only: the step goes on. */
-    return policy == HCGP_PLACEMENT_REFUSE ? HCGP_TASK_FAILED : HCGP_TASK_RUNS;
-  }
+  if (failed)
+    return hcgp_placement_failed();
   return refused ? HCGP_TASK_REFUSED : HCGP_TASK_RUNS;
+}
+
+enum hcgp_task_verdict hcgp_placement_failed(void) {
+  hcgp_log(HCGP_LOG_ERROR, "the placement check failed");
+  /* Under warn a failed check is a warning only: the step goes on. */
+  return hcgp_placement_policy() == HCGP_PLACEMENT_REFUSE ? HCGP_TASK_FAILED
+                                                          : HCGP_TASK_RUNS;
 }

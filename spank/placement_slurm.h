@@ -21,6 +21,9 @@ enum hcgp_task_verdict {
 };
 enum hcgp_task_verdict hcgp_placement_task(spank_t sp, const hcg_layout *L,
                                            const struct hcgp_task *t);
+/* A placement variable could not be set (logged): says the check failed,
+ * and fails the task under refuse only. */
+enum hcgp_task_verdict hcgp_placement_failed(void);
 /* slurmstepd, once per step before the tasks are forked
  * (slurm_spank_user_init): the node's verdicts on the layout, which every
  * task then inherits instead of computing them again (each is O(local

@@ -30,6 +30,7 @@
 #include "placement_slurm.h"
 #include "slurmstepd.h"
 #include "state.h"
+#include "taskenv.h"
 
 /* Special steps, from slurm.h (not included: the plugin needs spank.h
  * only). Their values are part of Slurm's protocol. */
@@ -153,8 +154,10 @@ static int export_task(spank_t sp, const char *buf,
                        struct hcgp_setter *setter) {
   hcg_layout *layout = NULL;
   hcg_error err = HCG_ERROR_INIT;
-  int rc = hcgp_task_env_keep(buf, strlen(buf), task, hcgp_setter_set, setter,
-                              &layout, &err);
+  int rc = hcgp_forward_layout(buf, strlen(buf), task, &layout, &err);
+  if (rc == HCG_OK)
+    rc = hcgp_rank_task_env(layout, (int)task->rank, task->export_dims,
+                            hcgp_setter_set, setter);
   if (rc != HCG_OK) {
     /* A variable that could not be set was logged by the setter. */
     if (!setter->failed)
@@ -162,6 +165,7 @@ static int export_task(spank_t sp, const char *buf,
                "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32 ": %s",
                task->rank, task->job, task->step,
                err.message[0] ? err.message : hcg_strerror(rc));
+    hcg_layout_free(layout);
     return -1;
   }
   enum hcgp_task_verdict verdict = hcgp_placement_task(sp, layout, task);
@@ -176,9 +180,6 @@ static int export_task(spank_t sp, const char *buf,
   case HCGP_TASK_RUNS:
     break;
   }
-  hcgp_log(HCGP_LOG_VERBOSE,
-           "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32 ": %d variables",
-           task->rank, task->job, task->step, setter->count);
   return 0;
 }
 
@@ -230,5 +231,12 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
     rc = export_task(sp, buf, &task, &setter);
   }
   free(buf);
-  return rc;
+  if (rc)
+    return rc;
+  /* Only now, with all the task allocated freed (taskenv.h). */
+  int placement_failed = 0;
+  if (hcgp_setter_flush(sp, &placement_failed))
+    return -1;
+  return placement_failed && hcgp_placement_failed() == HCGP_TASK_FAILED ? -1
+                                                                         : 0;
 }

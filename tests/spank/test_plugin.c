@@ -725,7 +725,6 @@ START_TEST(task_gets_variables) {
    * local task, so no group is node-local. */
   ck_assert_str_eq(task_env("HCG_LLM_TP_LOCAL"), "0");
   ck_assert_int_eq(task_env_count("HCG_"), 11);
-  expect_log("verbose: hcg: task 5 of step 7.3: 10 variables");
   stop();
 }
 END_TEST
