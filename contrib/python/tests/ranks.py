@@ -129,9 +129,22 @@ def run(module: str, argvs: List[Sequence[str]], env: Dict[str, str],
 
 def _stacks(procs: List[Any], tail: int = 6000) -> str:
     """Every rank still running dumps its threads' stacks (SIGUSR1, see
-    _rank_main); the end of each one's stdout and stderr, for a message."""
+    _rank_main); the end of each one's stdout and stderr, for a message,
+    after a line on each rank that has ended: its status and the end of its
+    stderr (a peer that ended early, or failed, explains a hang)."""
     running = [(r, p, out, err) for r, (p, out, err) in enumerate(procs)
                if p.exitcode is None]
+    ended = []
+    for r, (p, _, err) in enumerate(procs):
+        if p.exitcode is None:
+            continue
+        try:
+            with open(err, encoding="utf-8", errors="replace") as f:
+                text = f.read()[-tail // 4:]
+        except OSError:
+            text = ""
+        ended.append("--- rank %d ended with status %s%s" % (
+            r, p.exitcode, ", stderr:\n" + text if text.strip() else ""))
     for _, p, _, _ in running:
         try:
             os.kill(p.pid, signal.SIGUSR1)
@@ -147,7 +160,7 @@ def _stacks(procs: List[Any], tail: int = 6000) -> str:
             except OSError:
                 text = ""
             parts.append("--- rank %d, %s:\n%s" % (r, name, text))
-    return "\n".join(parts)
+    return "\n".join(ended + parts)
 
 
 def results(done: List[Rank], err_tail: int) -> List[Dict[str, Any]]:
