@@ -10,7 +10,6 @@
 
 #include "core/fail.h"
 #include "forward.h"
-#include "taskenv.h"
 
 int hcgp_forward_encode(uint32_t job, uint32_t step, const char *language,
                         const char *canonical, char **out, hcg_error *err) {
@@ -178,16 +177,41 @@ int hcgp_srun_cmdline_attaches(const char *cmdline, size_t len) {
   return 0;
 }
 
+struct filter {
+  hcgp_task_setenv_fn fn;
+  void *arg;
+  int export_dims;
+};
+
+static int filtered(void *arg, const char *name, const char *value) {
+  struct filter *f = arg;
+  if (!f->export_dims && hcg_env_scope(name) == HCG_ENV_PER_DIM)
+    return 0;
+  return f->fn(f->arg, name, value);
+}
+
 int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
                   hcgp_task_setenv_fn fn, void *arg, hcg_error *err) {
+  return hcgp_task_env_keep(forwarded, len, t, fn, arg, NULL, err);
+}
+
+int hcgp_task_env_keep(const char *forwarded, size_t len,
+                       const struct hcgp_task *t, hcgp_task_setenv_fn fn,
+                       void *arg, hcg_layout **keep, hcg_error *err) {
+  if (keep)
+    *keep = NULL;
   if (!forwarded || !t || !fn)
     return hcg__fail(err, HCG_EINVAL, "invalid argument to hcgp_task_env");
   hcg_layout *layout = NULL;
   int rc = hcgp_forward_layout(forwarded, len, t, &layout, err);
   if (rc)
     return rc;
-  rc = hcgp_rank_task_env(layout, (int)t->rank, t->export_dims, fn, arg);
-  hcg_layout_free(layout);
+  struct filter f = {fn, arg, t->export_dims};
+  rc = hcg_rank_env(layout, (int)t->rank, filtered, &f);
+  if (rc == 0 && keep)
+    *keep = layout;
+  else
+    hcg_layout_free(layout);
   return rc;
 }
 

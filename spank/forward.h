@@ -98,11 +98,16 @@ typedef int (*hcgp_task_setenv_fn)(void *arg, const char *name,
  * layout and decoding errors return an HCG_E* code with err filled. */
 int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
                   hcgp_task_setenv_fn fn, void *arg, hcg_error *err);
+/* The same, and on success *keep receives the parsed layout (the caller
+ * frees it with hcg_layout_free), so that later work on the task (the
+ * placement check) does not decode and parse it again. */
+int hcgp_task_env_keep(const char *forwarded, size_t len,
+                       const struct hcgp_task *t, hcgp_task_setenv_fn fn,
+                       void *arg, hcg_layout **keep, hcg_error *err);
+
 /* The layout of `forwarded` for task t's step (decoded, checked against
  * the site's policy and parsed as hcgp_task_env does), without the task's
- * variables: *out, which the caller frees with hcg_layout_free. slurmstepd
- * parses it once per step and node (stepenv_slurm.h), or in a task for
- * which that did not run. */
+ * variables: *out, which the caller frees with hcg_layout_free. */
 int hcgp_forward_layout(const char *forwarded, size_t len,
                         const struct hcgp_task *t, hcg_layout **out,
                         hcg_error *err);

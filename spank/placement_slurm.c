@@ -8,8 +8,8 @@
  * for the domain list: HCG_..._DOMAIN_LOCAL=1|0 and a line of its own,
  * with a suggestion; where they cannot be learnt, one line says why.
  *
- * Runs in task_init, after the layout variables are recorded, on the
- * layout they came from (stepenv_slurm.h, or parsed in the task).
+ * Runs in task_init, after the layout variables are recorded, on the layout
+ * hcgp_task_env_keep parsed and checked for them (forward.h).
  */
 #include <stdio.h>
 #include <stdlib.h>

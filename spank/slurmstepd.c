@@ -30,7 +30,6 @@
 #include "placement_slurm.h"
 #include "slurmstepd.h"
 #include "state.h"
-#include "taskenv.h"
 
 /* Special steps, from slurm.h (not included: the plugin needs spank.h
  * only). Their values are part of Slurm's protocol. */
@@ -154,10 +153,8 @@ static int export_task(spank_t sp, const char *buf,
                        struct hcgp_setter *setter) {
   hcg_layout *layout = NULL;
   hcg_error err = HCG_ERROR_INIT;
-  int rc = hcgp_forward_layout(buf, strlen(buf), task, &layout, &err);
-  if (rc == HCG_OK)
-    rc = hcgp_rank_task_env(layout, (int)task->rank, task->export_dims,
-                            hcgp_setter_set, setter);
+  int rc = hcgp_task_env_keep(buf, strlen(buf), task, hcgp_setter_set, setter,
+                              &layout, &err);
   if (rc != HCG_OK) {
     /* A variable that could not be set was logged by the setter. */
     if (!setter->failed)
@@ -165,7 +162,6 @@ static int export_task(spank_t sp, const char *buf,
                "task %" PRIu32 " of step %" PRIu32 ".%" PRIu32 ": %s",
                task->rank, task->job, task->step,
                err.message[0] ? err.message : hcg_strerror(rc));
-    hcg_layout_free(layout);
     return -1;
   }
   enum hcgp_task_verdict verdict = hcgp_placement_task(sp, layout, task);

@@ -1,30 +1,10 @@
 /*
- * taskenv.c - a task's variables, and where they wait until they are set
- * (see taskenv.h for why).
+ * taskenv.c - where a task's variables wait until they are set (see
+ * taskenv.h for why).
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "taskenv.h"
-
-struct filter {
-  hcg_env_fn fn;
-  void *arg;
-  int export_dims;
-};
-
-static int filtered(void *arg, const char *name, const char *value) {
-  struct filter *f = arg;
-  if (!f->export_dims && hcg_env_scope(name) == HCG_ENV_PER_DIM)
-    return 0;
-  return f->fn(f->arg, name, value);
-}
-
-int hcgp_rank_task_env(const hcg_layout *L, int rank, int export_dims,
-                       hcg_env_fn fn, void *arg) {
-  struct filter f = {fn, arg, export_dims};
-  return hcg_rank_env(L, rank, filtered, &f);
-}
 
 int hcgp_env_record_add(struct hcgp_env_record *r, const char *name,
                         const char *value) {

@@ -1,6 +1,6 @@
 /*
- * taskenv.h - a task's variables, as slurmstepd sets them (taskenv.c; pure:
- * no Slurm).
+ * taskenv.h - where a task's variables wait until slurmstepd sets them
+ * (taskenv.c; pure: no Slurm; forward_slurm.c uses it).
  *
  * Slurm's spank_setenv (setenvf) allocates, zeroes and frees 256 KiB on
  * every call. In a task slurmstepd has just forked, that buffer lands on
@@ -16,13 +16,6 @@
 #include <stddef.h>
 
 #include "hcg.h"
-
-/* Calls fn for every variable of hcg_rank_env that `rank` of L gets, those
- * of scope HCG_ENV_PER_DIM only with export_dims (what hcgp_task_env gives
- * a task, forward.h). A non-zero return from fn stops the walk and is
- * returned. */
-int hcgp_rank_task_env(const hcg_layout *L, int rank, int export_dims,
-                       hcg_env_fn fn, void *arg);
 
 /* Variables recorded in the caller's buffer as "NAME\0VALUE\0", in order. */
 struct hcgp_env_record {

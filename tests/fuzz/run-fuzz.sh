@@ -49,7 +49,7 @@ for t in $targets; do
     fuzz_domains) extra="$src/spank/domains.c $src/spank/topology.c $src/spank/step.c $src/spank/order.c $src/spank/hostlist.c" corpus=corpus_domains dict=$fz/domains.dict len=65536 ;;
     fuzz_megatron) extra="" corpus=corpus_megatron dict=$fz/megatron.dict len=4096 ;;
     fuzz_forward)
-      extra="$src/spank/forward.c $src/spank/taskenv.c" corpus=corpus_forward len=$((max_len + 64))
+      extra=$src/spank/forward.c corpus=corpus_forward len=$((max_len + 64))
       dict=$out/forward.dict
       cat "$fz/layout.dict" "$fz/forward.dict" >"$dict" ;;
     *) echo "run-fuzz: no target $t" >&2; exit 2 ;;

@@ -344,16 +344,22 @@ static void check_task(const char *layout_text, int world, int rank,
   for (int i = 0; i < want.n; i++)
     ck_assert_str_eq(got.lines[i], want.lines[i]);
 
-  /* The layout is the one the variables came from; none when the value
-   * does not decode. */
+  /* The kept layout is the one the variables came from; nothing is kept
+   * when the value does not decode. */
   hcg_layout *kept = NULL;
-  ck_assert_int_eq(hcgp_forward_layout(v, strlen(v), &t, &kept, &err), HCG_OK);
+  static struct envlist again;
+  memset(&again, 0, sizeof again);
+  ck_assert_int_eq(
+      hcgp_task_env_keep(v, strlen(v), &t, collect_env, &again, &kept, &err),
+      HCG_OK);
   ck_assert_ptr_nonnull(kept);
   ck_assert_str_eq(hcg_layout_text(kept), hcg_layout_text(L));
   ck_assert_int_eq(hcg_layout_world_size(kept), world);
   hcg_layout_free(kept);
   kept = L; /* must be cleared */
-  ck_assert_int_ne(hcgp_forward_layout("hcg1:x", 6, &t, &kept, &err), HCG_OK);
+  ck_assert_int_ne(
+      hcgp_task_env_keep("hcg1:x", 6, &t, collect_env, &again, &kept, &err),
+      HCG_OK);
   ck_assert_ptr_null(kept);
 
   t.export_dims = 0;
@@ -420,35 +426,6 @@ START_TEST(task_env_record) {
   r.used = 0;
   at = 0;
   ck_assert_ptr_null(hcgp_env_record_next(&r, &at, &value));
-}
-END_TEST
-
-START_TEST(task_env_of_a_parsed_layout) {
-  /* hcgp_rank_task_env gives what hcgp_task_env gives, with and without
-   * export_dims. */
-  const char *v = "hcg1:5.0:llm:vision@0:tp=2,dp=2;llm@4:tp=2,cp=2,dp=*";
-  for (int dims = 0; dims <= 1; dims++) {
-    for (uint32_t rank = 0; rank < 12; rank += 5) {
-      struct hcgp_task t = {5, 0, 12, rank, dims, 0, NULL};
-      static struct envlist a, b;
-      memset(&a, 0, sizeof a);
-      memset(&b, 0, sizeof b);
-      hcg_error err = HCG_ERROR_INIT;
-      ck_assert_int_eq(hcgp_task_env(v, strlen(v), &t, collect_env, &a, &err),
-                       HCG_OK);
-      hcg_layout *L = NULL;
-      ck_assert_int_eq(hcgp_forward_layout(v, strlen(v), &t, &L, &err), HCG_OK);
-      ck_assert_int_eq(hcgp_rank_task_env(L, (int)rank, dims, collect_env, &b),
-                       HCG_OK);
-      ck_assert_int_eq(a.n, b.n);
-      ck_assert_int_gt(a.n, 0);
-      for (int i = 0; i < a.n; i++)
-        ck_assert_str_eq(a.lines[i], b.lines[i]);
-      ck_assert_int_eq(hcgp_rank_task_env(L, 12, dims, collect_env, &b),
-                       HCG_ENOTMEMBER);
-      hcg_layout_free(L);
-    }
-  }
 }
 END_TEST
 
@@ -652,7 +629,6 @@ static Suite *suite(void) {
   tcase_add_test(t, task_env_matches_core);
   tcase_add_test(t, task_env_language_is_forwarded);
   tcase_add_test(t, task_env_record);
-  tcase_add_test(t, task_env_of_a_parsed_layout);
   tcase_add_test(t, task_env_errors);
   tcase_add_test(t, task_env_site_policy);
   tcase_add_test(t, env_ownership);
