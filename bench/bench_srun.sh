@@ -27,7 +27,10 @@
 # forked and exec'd, a page a task writes or runs first is a fault, and
 # on the project's virtual machines faults are most of the cost; their
 # count barely moves with the machine's load, the time does (doc/plugin.md,
-# "What a task costs").
+# "What a task costs"). Last, each task's own count, exact and free of the
+# rest of the machine: the tasks run `awk` printing the minor faults in
+# their /proc/self/stat, which count from fork (awk's own start, the same
+# in every variant, included).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -80,9 +83,33 @@ rounds() { # ROUNDS TASKS LAYOUT WAIT DIR
   use_plugstack plugin "$dir"
 }
 
+# Prints each task's own minor faults, one line a task: "VARIANT COUNT",
+# five sruns of each variant.
+own_faults() { # TASKS LAYOUT DIR
+  local tasks=$1 layout=$2 dir=$3 v i
+  # shellcheck disable=SC2016 # awk's $10, not the shell's
+  local -a count=(awk '{print $10}' /proc/self/stat)
+  for v in none loaded used; do
+    if [ "$v" = none ]; then use_plugstack none "$dir"; else use_plugstack plugin "$dir"; fi
+    for i in 0 1 2 3 4 5; do # the first warms up
+      if [ "$v" = used ]; then
+        srun -n "$tasks" --overcommit --hcg-layout="$layout" "${count[@]}"
+      else
+        srun -n "$tasks" --overcommit "${count[@]}"
+      fi | { if [ "$i" = 0 ]; then cat >/dev/null; else sed "s/^/$v /"; fi; }
+    done
+  done
+  use_plugstack plugin "$dir"
+}
+
 if [ "${1:-}" = --rounds ]; then # inside salloc, see below
   shift
   rounds "$@"
+  exit 0
+fi
+if [ "${1:-}" = --own-faults ]; then
+  shift
+  own_faults "$@"
   exit 0
 fi
 
@@ -130,3 +157,11 @@ report standalone "$BENCH_TMP/standalone"
 salloc -n "$tasks" --overcommit "$here/bench_srun.sh" --rounds "$nrounds" "$tasks" \
   "$layout" 0 "$BENCH_TMP" 2>/dev/null >"$BENCH_TMP/alloc"
 report "in one allocation" "$BENCH_TMP/alloc"
+salloc -n "$tasks" --overcommit "$here/bench_srun.sh" --own-faults "$tasks" "$layout" \
+  "$BENCH_TMP" 2>/dev/null >"$BENCH_TMP/own"
+printf "each task's own page faults, fork to exec (%d tasks a variant):\n " \
+  "$(($(wc -l <"$BENCH_TMP/own") / 3))"
+for v in none loaded used; do
+  printf ' %s %s' "$v" "$(awk -v v="$v" '$1 == v {print $2}' "$BENCH_TMP/own" | ci)"
+done
+echo

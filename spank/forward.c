@@ -190,6 +190,14 @@ static int filtered(void *arg, const char *name, const char *value) {
   return f->fn(f->arg, name, value);
 }
 
+int hcgp_layout_task_env(const hcg_layout *L, const struct hcgp_task *t,
+                         hcgp_task_setenv_fn fn, void *arg) {
+  if (!L || !t || !fn)
+    return HCG_EINVAL;
+  struct filter f = {fn, arg, t->export_dims};
+  return hcg_rank_env(L, (int)t->rank, filtered, &f);
+}
+
 int hcgp_task_env(const char *forwarded, size_t len, const struct hcgp_task *t,
                   hcgp_task_setenv_fn fn, void *arg, hcg_error *err) {
   return hcgp_task_env_keep(forwarded, len, t, fn, arg, NULL, err);
@@ -206,8 +214,7 @@ int hcgp_task_env_keep(const char *forwarded, size_t len,
   int rc = hcgp_forward_layout(forwarded, len, t, &layout, err);
   if (rc)
     return rc;
-  struct filter f = {fn, arg, t->export_dims};
-  rc = hcg_rank_env(layout, (int)t->rank, filtered, &f);
+  rc = hcgp_layout_task_env(layout, t, fn, arg);
   if (rc == 0 && keep)
     *keep = layout;
   else

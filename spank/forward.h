@@ -105,6 +105,12 @@ int hcgp_task_env_keep(const char *forwarded, size_t len,
                        const struct hcgp_task *t, hcgp_task_setenv_fn fn,
                        void *arg, hcg_layout **keep, hcg_error *err);
 
+/* The variables of hcgp_task_env for task t from a layout already parsed
+ * for its step (hcgp_forward_layout): what a plan made before the tasks
+ * are forked records for each (taskenv.h). */
+int hcgp_layout_task_env(const hcg_layout *L, const struct hcgp_task *t,
+                         hcgp_task_setenv_fn fn, void *arg);
+
 /* The layout of `forwarded` for task t's step (decoded, checked against
  * the site's policy and parsed as hcgp_task_env does), without the task's
  * variables: *out, which the caller frees with hcg_layout_free. */

@@ -139,34 +139,60 @@ static int set_now(spank_t sp, const char *name, const char *value) {
   return -1;
 }
 
-/* Sets what r holds, and empties it: 0, or -1 at the first failure. */
-static int set_recorded(spank_t sp, struct hcgp_env_record *r) {
+/* user_init planning (hcgp_setter_record_only): nothing may be set, for
+ * there it would be set for every task. */
+static int record_only;
+
+/* Sets what r holds: 0, or -1 at the first failure. */
+static int set_all(spank_t sp, const struct hcgp_env_record *r) {
   size_t at = 0;
   const char *name, *value;
   int rc = 0;
   while (!rc && (name = hcgp_env_record_next(r, &at, &value)))
     rc = set_now(sp, name, value);
+  return rc;
+}
+
+/* Sets what r holds, and empties it: 0, or -1 at the first failure. */
+static int set_recorded(spank_t sp, struct hcgp_env_record *r) {
+  int rc = set_all(sp, r);
   r->used = 0;
   return rc;
 }
 
-int hcgp_setter_flush(spank_t sp, int *optional_failed) {
-  if (set_recorded(sp, &recorded[0])) {
-    recorded[1].used = 0;
+int hcgp_setter_set_records(spank_t sp, const struct hcgp_env_record *required,
+                            const struct hcgp_env_record *optional,
+                            int *optional_failed) {
+  if (set_all(sp, required))
     return -1;
-  }
-  if (set_recorded(sp, &recorded[1]))
+  if (set_all(sp, optional))
     *optional_failed = 1;
   return 0;
 }
+
+int hcgp_setter_flush(spank_t sp, int *optional_failed) {
+  int rc =
+      hcgp_setter_set_records(sp, &recorded[0], &recorded[1], optional_failed);
+  hcgp_setter_discard();
+  return rc;
+}
+
+void hcgp_setter_record_only(int on) { record_only = on; }
+
+const struct hcgp_env_record *hcgp_setter_recorded(int optional) {
+  return &recorded[optional != 0];
+}
+
+void hcgp_setter_discard(void) { recorded[0].used = recorded[1].used = 0; }
 
 int hcgp_setter_set(void *setter, const char *name, const char *value) {
   struct hcgp_setter *s = setter;
   struct hcgp_env_record *r = &recorded[s->optional != 0];
   if (hcgp_env_record_add(r, name, value) == HCG_OK)
     return HCG_OK;
-  /* No room: in order, what was recorded, then this one. */
-  if (set_recorded(s->sp, r) || set_now(s->sp, name, value)) {
+  /* No room: in order, what was recorded, then this one; while planning,
+   * the task computes its own instead. */
+  if (record_only || set_recorded(s->sp, r) || set_now(s->sp, name, value)) {
     s->failed = 1;
     return HCG_EENV;
   }

@@ -9,6 +9,8 @@
 #include <slurm/spank.h>
 #include <stdint.h>
 
+#include "taskenv.h"
+
 /* srun: the step's value in srun's environment, which Slurm copies into
  * the step's: the layout, or the refusal. */
 int hcgp_forward_set(uint32_t job, uint32_t step, const hcg_layout *layout);
@@ -41,5 +43,16 @@ int hcgp_setter_set(void *setter, const char *name, const char *value);
  * variable could not be set (logged); one of the placement check's sets
  * *optional_failed instead. */
 int hcgp_setter_flush(spank_t sp, int *optional_failed);
+/* Sets the records given (a plan's, taskenv.h) as hcgp_setter_flush does. */
+int hcgp_setter_set_records(spank_t sp, const struct hcgp_env_record *required,
+                            const struct hcgp_env_record *optional,
+                            int *optional_failed);
+/* Planning in user_init: with `on`, a variable that does not fit fails
+ * (the setter's `failed`, nothing logged) instead of being set. */
+void hcgp_setter_record_only(int on);
+/* What was recorded: the task's own variables, or (optional) the placement
+ * check's. hcgp_setter_discard empties both and sets nothing. */
+const struct hcgp_env_record *hcgp_setter_recorded(int optional);
+void hcgp_setter_discard(void);
 
 #endif /* HCGP_FORWARD_SLURM_H */

@@ -35,7 +35,24 @@ static void emit(enum hcgp_log_level level, const char *message) {
   }
 }
 
+static int held;
+static unsigned kept_back;
+
+void hcgp_log_hold(void) {
+  held = 1;
+  kept_back = 0;
+}
+
+unsigned hcgp_log_release(void) {
+  held = 0;
+  return kept_back;
+}
+
 void hcgp_log(enum hcgp_log_level level, const char *fmt, ...) {
+  if (held) {
+    kept_back++;
+    return;
+  }
   char short_message[SHORT_MESSAGE];
   va_list ap;
   va_start(ap, fmt);

@@ -17,6 +17,12 @@ enum hcgp_log_level {
 };
 void hcgp_log(enum hcgp_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* While held, messages are counted instead of said: user_init, which plans
+ * the tasks' variables (taskenv.h), leaves a task that has something to
+ * say to compute its own, in its own context. hcgp_log_release ends the
+ * hold and returns how many messages it kept back. */
+void hcgp_log_hold(void);
+unsigned hcgp_log_release(void);
 /* An error of the core or of a pure part: its message, or its code's name
  * when the message is empty. */
 void hcgp_log_hcg_error(const hcg_error *err);

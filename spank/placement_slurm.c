@@ -72,8 +72,15 @@ static void node_name(spank_t sp, char *buf, size_t cap) {
   buf[cap - 1] = '\0';
 }
 
+/* The local task user_init is planning for (taskenv_slurm.c), or -1. */
+static int planned_lid = -1;
+
+void hcgp_placement_plan_for(int lid) { planned_lid = lid; }
+
 /* The node's first task (S_TASK_ID is an int *). */
 static int first_task(spank_t sp) {
+  if (planned_lid >= 0)
+    return planned_lid == 0;
   int lid = 1;
   return spank_get_item(sp, S_TASK_ID, &lid) == ESPANK_SUCCESS && lid == 0;
 }

@@ -21,6 +21,9 @@ enum hcgp_task_verdict {
 };
 enum hcgp_task_verdict hcgp_placement_task(spank_t sp, const hcg_layout *L,
                                            const struct hcgp_task *t);
+/* hcgp_placement_task in user_init, for local task lid (-1 to end): the
+ * task's id does not come from Slurm there. */
+void hcgp_placement_plan_for(int lid);
 /* A placement variable could not be set (logged): says the check failed,
  * and fails the task under refuse only. */
 enum hcgp_task_verdict hcgp_placement_failed(void);

@@ -43,6 +43,9 @@
  *   placement  a node's placement check, in slurmstepd
  *   order      where Slurm put the step's tasks: read by srun from
  *              slurmctld, handed on to slurmstepd (order_slurm.c)
+ *   taskenv    each task's variables, waiting to be set: planned in
+ *              slurmstepd's user_init for every local task, set in
+ *              task_init
  *   domains    the step's nodes, tasks and NVLink domains, in slurmstepd
  *              (standing on hostlist.c, step.c, order.c and topology.c,
  *              pure too; domains_types.h, types and no function, is what
@@ -66,6 +69,7 @@
 #include "slurmstepd.h"
 #include "srun.h"
 #include "state.h"
+#include "taskenv_slurm.h"
 
 SPANK_PLUGIN(hcg, 1);
 
@@ -121,5 +125,6 @@ int slurm_spank_exit(spank_t sp, int ac, char **av) {
   (void)av;
   hcgp_state_free();
   hcgp_domains_forget();
+  hcgp_taskenv_forget();
   return 0;
 }

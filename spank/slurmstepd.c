@@ -30,6 +30,7 @@
 #include "placement_slurm.h"
 #include "slurmstepd.h"
 #include "state.h"
+#include "taskenv_slurm.h"
 
 /* Special steps, from slurm.h (not included: the plugin needs spank.h
  * only). Their values are part of Slurm's protocol. */
@@ -68,19 +69,19 @@ int hcgp_slurmstepd_init(spank_t sp, int ac, char **av) {
 }
 
 /* Runs once per step on each node, before the tasks are forked, so that
- * they inherit the domains instead of each learning them (domains_slurm.c).
- * Only for a step the placement check will look at. */
+ * they inherit what it computes instead of each computing it again: the
+ * step's domains (domains_slurm.c), the node's placement verdicts
+ * (placement_slurm.h) and every local task's variables (taskenv_slurm.h),
+ * for a plain step whose layout srun forwarded. A task that finds nothing
+ * computes its own, and says what is wrong. Nothing here fails. */
 int hcgp_slurmstepd_user_init(spank_t sp) {
-  if (!hcgp_option_active() || hcgp_placement_policy() == HCGP_PLACEMENT_OFF)
+  if (!hcgp_option_active())
     return 0;
+  int placement = hcgp_placement_policy() != HCGP_PLACEMENT_OFF;
   int nlocal = 0;
   int *local = hcgp_local_tasks(sp, &nlocal);
-  if (local && hcgp_state.args.intra_domain_dims[0])
+  if (placement && local && hcgp_state.args.intra_domain_dims[0])
     (void)hcgp_domains_learn(sp, local, nlocal);
-  free(local);
-  /* The node's placement verdicts, once for all its tasks (placement_slurm.h),
-   * for a plain step whose layout srun forwarded; a task that finds none
-   * computes them, and says what is wrong. Nothing here fails. */
   uint32_t job = 0, step = 0, world = 0;
   char ntasks[32];
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
@@ -88,8 +89,10 @@ int hcgp_slurmstepd_user_init(spank_t sp) {
       spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &world) != ESPANK_SUCCESS ||
       step == SLURM_BATCH_SCRIPT || step == SLURM_EXTERN_CONT ||
       step == SLURM_INTERACTIVE_STEP || world < 1 ||
-      hcgp_step_heterogeneous(step_ntasks(sp, ntasks, sizeof ntasks), world))
+      hcgp_step_heterogeneous(step_ntasks(sp, ntasks, sizeof ntasks), world)) {
+    free(local);
     return 0;
+  }
   size_t cap = HCGP_FORWARD_MAX + 1;
   char *buf = malloc(cap);
   hcg_layout *layout = NULL;
@@ -104,10 +107,15 @@ int hcgp_slurmstepd_user_init(spank_t sp) {
   if (buf &&
       spank_getenv(sp, HCGP_FORWARD_ENV, buf, (int)cap) == ESPANK_SUCCESS &&
       !hcgp_forward_refused(buf, strlen(buf), job, step) &&
-      hcgp_forward_layout(buf, strlen(buf), &task, &layout, &err) == HCG_OK)
-    hcgp_placement_prepare(sp, layout, job, step);
+      hcgp_forward_layout(buf, strlen(buf), &task, &layout, &err) == HCG_OK) {
+    if (placement)
+      hcgp_placement_prepare(sp, layout, job, step);
+    if (local)
+      hcgp_taskenv_plan(sp, layout, &task, local, nlocal);
+  }
   hcg_layout_free(layout);
   free(buf);
+  free(local);
   return 0;
 }
 
@@ -124,9 +132,9 @@ static int step_wants_layout(spank_t sp, uint32_t *job, uint32_t *step) {
   if (*step == SLURM_BATCH_SCRIPT || *step == SLURM_EXTERN_CONT ||
       *step == SLURM_INTERACTIVE_STEP)
     return 0;
-  if (hcgp_forward_drop_inherited(sp))
-    return -1;
   if (!hcgp_option_active()) {
+    if (hcgp_forward_drop_inherited(sp))
+      return -1;
     hcgp_forward_unset_task(sp);
     hcgp_forward_unset_placement(sp);
     return 0;
@@ -190,9 +198,23 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
              "cannot get the task's rank and the step's task count");
     return -1;
   }
+  struct hcgp_task task = {job,
+                           step,
+                           world,
+                           rank,
+                           hcgp_state.args.export_dims,
+                           hcgp_state.args.max_layout_bytes,
+                           hcgp_state.args.language};
+  /* Planned in user_init (a plain step only): the task only sets its
+   * variables, and touches nothing else. */
+  int planned = hcgp_taskenv_apply(sp, &task);
+  if (planned)
+    return planned < 0 ? -1 : 0;
   char ntasks[32];
   int het =
       hcgp_step_heterogeneous(step_ntasks(sp, ntasks, sizeof ntasks), world);
+  if (hcgp_forward_drop_inherited(sp))
+    return -1;
 
   char *buf = hcgp_forward_take(sp);
   if (!buf)
@@ -208,13 +230,6 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
     return -1;
   }
 
-  struct hcgp_task task = {job,
-                           step,
-                           world,
-                           rank,
-                           hcgp_state.args.export_dims,
-                           hcgp_state.args.max_layout_bytes,
-                           hcgp_state.args.language};
   struct hcgp_setter setter = {sp, 0, 0};
   int rc;
   if (het) {

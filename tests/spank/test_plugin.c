@@ -39,6 +39,9 @@ static struct {
   char control[1 << 17];  /* last spank_job_control_setenv value */
   char log[1 << 15];      /* everything logged, one message per line */
   int log_fd;             /* if >= 0, each logged line is written here too */
+  int nlocal;             /* the node's tasks (0: Slurm does not say) ... */
+  uint32_t local[8];      /* ... by local id: their global ranks */
+  int lid;                /* the task's local id, where nlocal > 0 */
 } host;
 
 static void reset_host(spank_context_t ctx) {
@@ -148,6 +151,39 @@ spank_err_t spank_get_item(spank_t s, spank_item_t item, ...) {
     else
       *va_arg(ap, uint32_t *) = host.rank;
     break;
+  /* The node's tasks, where a test gives them. */
+  case S_TASK_ID:
+    if (!host.nlocal)
+      rc = ESPANK_BAD_ARG;
+    else
+      *va_arg(ap, int *) = host.lid;
+    break;
+  case S_JOB_LOCAL_TASK_COUNT:
+    if (!host.nlocal)
+      rc = ESPANK_BAD_ARG;
+    else
+      *va_arg(ap, uint32_t *) = (uint32_t)host.nlocal;
+    break;
+  case S_JOB_LOCAL_TO_GLOBAL_ID: {
+    uint32_t lid = va_arg(ap, uint32_t);
+    uint32_t *gid = va_arg(ap, uint32_t *);
+    if (lid >= (uint32_t)host.nlocal)
+      rc = ESPANK_BAD_ARG;
+    else
+      *gid = host.local[lid];
+    break;
+  }
+  case S_JOB_GLOBAL_TO_LOCAL_ID: {
+    uint32_t gid = va_arg(ap, uint32_t);
+    uint32_t *lid = va_arg(ap, uint32_t *);
+    rc = ESPANK_BAD_ARG;
+    for (int i = 0; i < host.nlocal; i++)
+      if (host.local[i] == gid) {
+        *lid = (uint32_t)i;
+        rc = ESPANK_SUCCESS;
+      }
+    break;
+  }
   default:
     rc = ESPANK_BAD_ARG;
   }
@@ -1017,6 +1053,182 @@ START_TEST(user_init_never_fails) {
 }
 END_TEST
 
+/* ---- user_init plans every local task (spank/taskenv.h) ---------------- */
+
+/* A node with local tasks first..first+n-1 of an 8-rank step with `layout`;
+ * the job's environment, which user_init reads and every task copies, is
+ * saved in job_env. */
+static char *job_env[64];
+
+static void node_of(const char *args, const char *layout, const char *fwd,
+                    uint32_t first, int n) {
+  ck_assert_int_eq(start(S_CTX_REMOTE, args), 0);
+  option(layout);
+  option(layout);
+  host.world = 8;
+  host.nlocal = n;
+  for (int i = 0; i < n; i++)
+    host.local[i] = first + (uint32_t)i;
+  task_env_set(FWD, fwd);
+  task_env_set("SLURM_NTASKS", "8");
+  /* An outer step's variable, and a user's setting. */
+  task_env_set("HCG_OLD_TP_RANK", "1");
+  task_env_set("HCG_TIMEOUT", "7");
+  for (int i = 0; i < 64; i++)
+    job_env[i] = host.env[i] ? strdup(host.env[i]) : NULL;
+}
+
+/* Local task lid, forked: the job's environment again. */
+static void fork_task(int lid) {
+  for (int i = 0; i < 64; i++) {
+    free(host.env[i]);
+    host.env[i] = job_env[i] ? strdup(job_env[i]) : NULL;
+  }
+  host.lid = lid;
+  host.rank = host.local[lid];
+}
+
+static void node_done(void) {
+  stop();
+  for (int i = 0; i < 64; i++) {
+    free(job_env[i]);
+    job_env[i] = NULL;
+  }
+}
+
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The task's HCG_* variables, sorted, in one string. */
+static void hcg_vars(char *out, size_t cap) {
+  char *vars[64];
+  size_t nvars = 0, n = 0;
+  for (int i = 0; i < 64; i++)
+    if (host.env[i] && !strncmp(host.env[i], "HCG_", 4))
+      vars[nvars++] = host.env[i];
+  qsort(vars, nvars, sizeof *vars, str_cmp);
+  out[0] = '\0';
+  for (size_t i = 0; i < nvars; i++)
+    n += (size_t)snprintf(out + n, cap - n, "%s\n", vars[i]);
+  ck_assert_int_lt(n, cap);
+}
+
+/* slurmstepd's user_init, before the tasks fork: what it sets in the
+ * job's environment every task then copies. */
+static void node_user_init(void) {
+  entry_fn p = (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_user_init");
+  ck_assert_ptr_nonnull(p);
+  ck_assert_int_eq(p(sp, 0, NULL), 0);
+  for (int i = 0; i < 64; i++) {
+    free(job_env[i]);
+    job_env[i] = host.env[i] ? strdup(host.env[i]) : NULL;
+  }
+}
+
+#define FWD_8 "hcg1:7.3:world:world@0:tp=4,dp=2"
+
+/* After user_init: the forwarded value every task would read, were it to,
+ * is spoilt, so that a task not in the plan fails ("is malformed"). */
+static void spoil_forwarded(void) {
+  for (int i = 0; i < 64; i++)
+    if (job_env[i] && !strncmp(job_env[i], FWD "=", strlen(FWD) + 1))
+      job_env[i][strlen(FWD) + 1] = '!';
+}
+
+/* Every task gets from the plan what it computes without one, and does
+ * not read the forwarded value again. */
+START_TEST(task_planned_before_fork) {
+  static const char *cases[][2] = {
+      {"tp=4,dp=2", FWD_8},
+      {"tp=2,dp=2,ep=2", "hcg1:7.3:world:world@0:tp=2,ep=2,dp=2"}};
+  for (size_t c = 0; c < 2; c++) {
+    char computed[4][2048], planned[2048];
+    node_of(NULL, cases[c][0], cases[c][1], 4, 4);
+    for (int lid = 0; lid < 4; lid++) {
+      fork_task(lid);
+      ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+      hcg_vars(computed[lid], sizeof computed[lid]);
+      ck_assert_ptr_null(task_env(FWD));
+    }
+    node_done();
+    node_of(NULL, cases[c][0], cases[c][1], 4, 4);
+    node_user_init();
+    ck_assert_str_eq(host.log, "");
+    spoil_forwarded();
+    for (int lid = 0; lid < 4; lid++) {
+      fork_task(lid);
+      ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+      hcg_vars(planned, sizeof planned);
+      ck_assert_str_eq(planned, computed[lid]);
+      ck_assert_ptr_null(task_env("HCG_OLD_TP_RANK"));
+      ck_assert_str_eq(task_env("HCG_TIMEOUT"), "7");
+      ck_assert_ptr_null(task_env(FWD));
+    }
+    ck_assert_str_eq(host.log, "");
+    node_done();
+  }
+}
+END_TEST
+
+/* A task with something to say is left to compute its own, where the user
+ * reads it: under warn the node's first task, whose tp group crosses the
+ * node; under refuse every task. user_init says nothing. */
+START_TEST(task_that_speaks_is_not_planned) {
+  node_of(NULL, "tp=4,dp=2", FWD_8, 0, 2); /* ranks 0-1: tp [0-3] crosses */
+  node_user_init();
+  ck_assert_str_eq(host.log, "");
+  spoil_forwarded();
+  fork_task(0); /* reads the (spoilt) value: it was not planned */
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("is malformed");
+  fork_task(1);
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(task_env("HCG_RANK"), "1");
+  ck_assert_str_eq(task_env("HCG_WORLD_TP_LOCAL"), "0");
+  node_done();
+
+  node_of("placement=refuse", "tp=4,dp=2", FWD_8, 0, 2);
+  node_user_init();
+  ck_assert_str_eq(host.log, "");
+  fork_task(1);
+  task_ended(); /* refused, as without a plan; the first task says why */
+  fork_task(0);
+  task_ended();
+  expect_log("dim 'tp': group [0,1,2,3] spans vm");
+  node_done();
+}
+END_TEST
+
+/* A planned variable that cannot be set fails the task as an unplanned one
+ * does (task_variable_cannot_be_set). */
+START_TEST(planned_variable_cannot_be_set) {
+  /* Ranks 0-5: tp [0-3] on the node, [4-7] crossing it (the node's first
+   * task says so, the others are planned). */
+  node_of(NULL, "tp=4,dp=2", FWD_8, 0, 6);
+  node_user_init();
+  ck_assert_str_eq(host.log, "");
+  spoil_forwarded();
+  fork_task(1);
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+  ck_assert_str_eq(task_env("HCG_WORLD_TP_LOCAL"), "1");
+  fork_task(4);
+  host.unsettable = "HCG_WORLD_TP_RANK";
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("error: hcg: cannot set HCG_WORLD_TP_RANK for the task: fake "
+             "spank error\n");
+  ck_assert_int_eq(log_lines("error: "), 1);
+  fork_task(5);
+  host.log[0] = '\0';
+  host.unsettable = "HCG_WORLD_TP_LOCAL";
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+  expect_log("error: hcg: cannot set HCG_WORLD_TP_LOCAL for the task: fake "
+             "spank error\nerror: hcg: the placement check failed\n");
+  ck_assert_str_eq(task_env("HCG_RANK"), "5");
+  node_done();
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("plugin");
   TCase *t = tcase_create("entry points");
@@ -1050,6 +1262,9 @@ static Suite *suite(void) {
   tcase_add_test(t, task_variable_cannot_be_set);
   tcase_add_test(t, task_forwarded_value_too_long);
   tcase_add_test(t, user_init_never_fails);
+  tcase_add_test(t, task_planned_before_fork);
+  tcase_add_test(t, task_that_speaks_is_not_planned);
+  tcase_add_test(t, planned_variable_cannot_be_set);
   suite_add_tcase(s, t);
   return s;
 }

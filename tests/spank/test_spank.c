@@ -388,6 +388,62 @@ START_TEST(task_env_matches_core) {
 }
 END_TEST
 
+START_TEST(task_env_plan) {
+  /* Each local task's two records, found again by step, local id and rank;
+   * the plan grows (and may move) as tasks are put in it. */
+  static char big[40000], layout[32000];
+  char small[32];
+  memset(layout, 'v', sizeof layout - 1);
+  struct hcgp_env_record req = {big, sizeof big, 0},
+                         opt = {small, sizeof small, 0};
+  ck_assert_ptr_null(hcgp_plan_new(7, 3, 0));
+  ck_assert_ptr_null(hcgp_plan_new(7, 3, (1 << 16) + 1));
+  struct hcgp_plan *p = hcgp_plan_new(7, 3, 4);
+  ck_assert_ptr_nonnull(p);
+  struct hcgp_env_record r, o;
+  ck_assert_int_eq(hcgp_plan_get(p, 7, 3, 0, 10, &r, &o), 0);
+  for (int lid = 0; lid < 4; lid++) {
+    if (lid == 2)
+      continue; /* a task left to compute its own */
+    char rank[16];
+    snprintf(rank, sizeof rank, "%d", 10 + lid);
+    req.used = opt.used = 0;
+    ck_assert_int_eq(hcgp_env_record_add(&req, "HCG_RANK", rank), HCG_OK);
+    ck_assert_int_eq(hcgp_env_record_add(&req, "HCG_LAYOUT", layout), HCG_OK);
+    ck_assert_int_eq(hcgp_env_record_add(&opt, "HCG_W_TP_LOCAL", "1"), HCG_OK);
+    ck_assert_int_eq(hcgp_plan_put(&p, lid, 10 + (uint32_t)lid, &req, &opt),
+                     HCG_OK);
+  }
+  ck_assert_int_eq(hcgp_plan_put(&p, 1, 11, &req, &opt), HCG_EINVAL);
+  ck_assert_int_eq(hcgp_plan_put(&p, 4, 14, &req, &opt), HCG_EINVAL);
+  ck_assert_int_eq(hcgp_plan_put(&p, -1, 14, &req, &opt), HCG_EINVAL);
+  for (int lid = 0; lid < 4; lid++) {
+    int in = hcgp_plan_get(p, 7, 3, lid, 10 + (uint32_t)lid, &r, &o);
+    ck_assert_int_eq(in, lid != 2);
+    if (!in)
+      continue;
+    size_t at = 0;
+    const char *value;
+    ck_assert_str_eq(hcgp_env_record_next(&r, &at, &value), "HCG_RANK");
+    ck_assert_int_eq(atoi(value), 10 + lid);
+    ck_assert_str_eq(hcgp_env_record_next(&r, &at, &value), "HCG_LAYOUT");
+    ck_assert_uint_eq(strlen(value), sizeof layout - 1);
+    ck_assert_ptr_null(hcgp_env_record_next(&r, &at, &value));
+    at = 0;
+    ck_assert_str_eq(hcgp_env_record_next(&o, &at, &value), "HCG_W_TP_LOCAL");
+    ck_assert_str_eq(value, "1");
+  }
+  /* Another step, local id or rank: not this task. */
+  ck_assert_int_eq(hcgp_plan_get(p, 7, 4, 0, 10, &r, &o), 0);
+  ck_assert_int_eq(hcgp_plan_get(p, 8, 3, 0, 10, &r, &o), 0);
+  ck_assert_int_eq(hcgp_plan_get(p, 7, 3, 0, 11, &r, &o), 0);
+  ck_assert_int_eq(hcgp_plan_get(p, 7, 3, 4, 14, &r, &o), 0);
+  ck_assert_int_eq(hcgp_plan_get(NULL, 7, 3, 0, 10, &r, &o), 0);
+  hcgp_plan_free(p);
+  hcgp_plan_free(NULL);
+}
+END_TEST
+
 START_TEST(task_env_record) {
   /* What a task records is what it then sets, in order; a full buffer
    * takes nothing (the caller sets the rest at once). */
@@ -629,6 +685,7 @@ static Suite *suite(void) {
   tcase_add_test(t, task_env_matches_core);
   tcase_add_test(t, task_env_language_is_forwarded);
   tcase_add_test(t, task_env_record);
+  tcase_add_test(t, task_env_plan);
   tcase_add_test(t, task_env_errors);
   tcase_add_test(t, task_env_site_policy);
   tcase_add_test(t, env_ownership);
