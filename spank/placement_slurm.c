@@ -9,7 +9,9 @@
  * with a suggestion; where they cannot be learnt, one line says why.
  *
  * Runs in task_init, after the layout variables are recorded, on the layout
- * hcgp_task_env_keep parsed and checked for them (forward.h).
+ * hcgp_task_env_keep parsed and checked for them (forward.h); and in
+ * user_init for each local task, which plans the tasks' variables
+ * (taskenv_slurm.c), with the node's first task known by its local id.
  */
 #include <stdio.h>
 #include <stdlib.h>

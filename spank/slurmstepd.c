@@ -2,8 +2,9 @@
  * slurmstepd.c - slurmstepd: give each task its HCG_* variables.
  *
  * init registers the options and reads plugstack.conf; user_init learns
- * the step's NVLink domains once for the node's tasks; task_init does the
- * rest.
+ * the step's NVLink domains and computes every local task's variables once
+ * for the node's tasks; task_init sets a task's planned variables, or does
+ * the rest itself.
  *
  * task_init runs in the forked task, as the user, just before exec. It is
  * the one remote callback allowed to fail (the task then fails to start,

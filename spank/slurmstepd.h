@@ -8,7 +8,7 @@
 
 int hcgp_slurmstepd_init(spank_t sp, int ac, char **av);
 /* user_init (once per step, before the tasks): learns the step's domains
- * for them. Never fails. */
+ * and plans every local task's variables for them. Never fails. */
 int hcgp_slurmstepd_user_init(spank_t sp);
 int hcgp_slurmstepd_task_init(spank_t sp);
 

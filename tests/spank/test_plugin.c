@@ -1060,6 +1060,14 @@ END_TEST
  * saved in job_env. */
 static char *job_env[64];
 
+/* The job's environment is what host.env holds now. */
+static void save_job_env(void) {
+  for (int i = 0; i < 64; i++) {
+    free(job_env[i]);
+    job_env[i] = host.env[i] ? strdup(host.env[i]) : NULL;
+  }
+}
+
 static void node_of(const char *args, const char *layout, const char *fwd,
                     uint32_t first, int n) {
   ck_assert_int_eq(start(S_CTX_REMOTE, args), 0);
@@ -1074,8 +1082,7 @@ static void node_of(const char *args, const char *layout, const char *fwd,
   /* An outer step's variable, and a user's setting. */
   task_env_set("HCG_OLD_TP_RANK", "1");
   task_env_set("HCG_TIMEOUT", "7");
-  for (int i = 0; i < 64; i++)
-    job_env[i] = host.env[i] ? strdup(host.env[i]) : NULL;
+  save_job_env();
 }
 
 /* Local task lid, forked: the job's environment again. */
@@ -1120,10 +1127,7 @@ static void node_user_init(void) {
   entry_fn p = (entry_fn)(uintptr_t)dlsym(plugin, "slurm_spank_user_init");
   ck_assert_ptr_nonnull(p);
   ck_assert_int_eq(p(sp, 0, NULL), 0);
-  for (int i = 0; i < 64; i++) {
-    free(job_env[i]);
-    job_env[i] = host.env[i] ? strdup(host.env[i]) : NULL;
-  }
+  save_job_env();
 }
 
 #define FWD_8 "hcg1:7.3:world:world@0:tp=4,dp=2"
