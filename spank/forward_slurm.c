@@ -130,7 +130,8 @@ static struct hcgp_env_record recorded[2] = {
     {required_buf, sizeof required_buf, 0},
     {optional_buf, sizeof optional_buf, 0}};
 
-static int set_now(spank_t sp, const char *name, const char *value) {
+HCGP_TASK_PATH static int set_now(spank_t sp, const char *name,
+                                  const char *value) {
   spank_err_t rc = spank_setenv(sp, name, value, 1);
   if (rc == ESPANK_SUCCESS)
     return 0;
@@ -144,7 +145,7 @@ static int set_now(spank_t sp, const char *name, const char *value) {
 static int record_only;
 
 /* Sets what r holds: 0, or -1 at the first failure. */
-static int set_all(spank_t sp, const struct hcgp_env_record *r) {
+HCGP_TASK_PATH static int set_all(spank_t sp, const struct hcgp_env_record *r) {
   size_t at = 0;
   const char *name, *value;
   int rc = 0;

@@ -44,9 +44,10 @@ int hcgp_setter_set(void *setter, const char *name, const char *value);
  * *optional_failed instead. */
 int hcgp_setter_flush(spank_t sp, int *optional_failed);
 /* Sets the records given (a plan's, taskenv.h) as hcgp_setter_flush does. */
-int hcgp_setter_set_records(spank_t sp, const struct hcgp_env_record *required,
-                            const struct hcgp_env_record *optional,
-                            int *optional_failed);
+HCGP_TASK_PATH int
+hcgp_setter_set_records(spank_t sp, const struct hcgp_env_record *required,
+                        const struct hcgp_env_record *optional,
+                        int *optional_failed);
 /* Planning in user_init: with `on`, a variable that does not fit fails
  * (the setter's `failed`, nothing logged) instead of being set. */
 void hcgp_setter_record_only(int on);

@@ -113,7 +113,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av) {
   return spank_context() == S_CTX_REMOTE ? hcgp_slurmstepd_user_init(sp) : 0;
 }
 
-int slurm_spank_task_init(spank_t sp, int ac, char **av) {
+HCGP_TASK_PATH int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   (void)ac;
   (void)av;
   return spank_context() == S_CTX_REMOTE ? hcgp_slurmstepd_task_init(sp) : 0;

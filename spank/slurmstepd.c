@@ -76,7 +76,8 @@ int hcgp_slurmstepd_init(spank_t sp, int ac, char **av) {
  * for a plain step whose layout srun forwarded. A task that finds nothing
  * computes its own, and says what is wrong. Nothing here fails. */
 int hcgp_slurmstepd_user_init(spank_t sp) {
-  if (!hcgp_option_active())
+  /* As step_wants_layout requires of a task: a plan spares a task them. */
+  if (!hcgp_option_active() || !hcgp_state.registered || hcgp_state.conflict)
     return 0;
   int placement = hcgp_placement_policy() != HCGP_PLACEMENT_OFF;
   int nlocal = 0;
@@ -188,7 +189,9 @@ static int export_task(spank_t sp, const char *buf,
   return 0;
 }
 
-int hcgp_slurmstepd_task_init(spank_t sp) {
+/* task_init for a task not in the plan: all of it, from the step's
+ * checks on. */
+static int task_init_computed(spank_t sp) {
   uint32_t job = 0, step = 0, world = 0, rank = 0;
   int wants = step_wants_layout(sp, &job, &step);
   if (wants <= 0)
@@ -206,11 +209,6 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
                            hcgp_state.args.export_dims,
                            hcgp_state.args.max_layout_bytes,
                            hcgp_state.args.language};
-  /* Planned in user_init (a plain step only): the task only sets its
-   * variables, and touches nothing else. */
-  int planned = hcgp_taskenv_apply(sp, &task);
-  if (planned)
-    return planned < 0 ? -1 : 0;
   char ntasks[32];
   int het =
       hcgp_step_heterogeneous(step_ntasks(sp, ntasks, sizeof ntasks), world);
@@ -251,4 +249,13 @@ int hcgp_slurmstepd_task_init(spank_t sp) {
     return -1;
   return placement_failed && hcgp_placement_failed() == HCGP_TASK_FAILED ? -1
                                                                          : 0;
+}
+
+int hcgp_slurmstepd_task_init(spank_t sp) {
+  /* Planned in user_init (a plain step only): the task only sets its
+   * variables, and touches nothing else. */
+  int planned = hcgp_taskenv_apply(sp);
+  if (planned)
+    return planned < 0 ? -1 : 0;
+  return task_init_computed(sp);
 }

@@ -20,6 +20,16 @@
 #ifndef HCGP_TASKENV_H
 #define HCGP_TASKENV_H
 
+/* A function a planned task runs between fork and exec. What a task costs
+ * is the pages it touches first, code as well as data (doc/plugin.md): the
+ * compiler gathers these functions in one place (.text.hot) instead of
+ * leaving them among the rest of the plugin's code. */
+#if defined(__GNUC__)
+#define HCGP_TASK_PATH __attribute__((hot))
+#else
+#define HCGP_TASK_PATH
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,8 +46,8 @@ int hcgp_env_record_add(struct hcgp_env_record *r, const char *name,
                         const char *value);
 /* The name of the entry at *at (0 first) and *value, *at moved past it;
  * NULL after the last. */
-const char *hcgp_env_record_next(const struct hcgp_env_record *r, size_t *at,
-                                 const char **value);
+HCGP_TASK_PATH const char *hcgp_env_record_next(const struct hcgp_env_record *r,
+                                                size_t *at, const char **value);
 
 /* The variables of a node's tasks, by local task id: O(local tasks x their
  * variables). Made and freed by one thread; a task reads its copy. */
@@ -54,9 +64,10 @@ int hcgp_plan_put(struct hcgp_plan **p, int lid, uint32_t rank,
                   const struct hcgp_env_record *optional);
 /* 1 with the task's records (pointing into the plan; read only) when local
  * task lid of job.step with this global rank is in the plan; else 0. */
-int hcgp_plan_get(const struct hcgp_plan *p, uint32_t job, uint32_t step,
-                  int lid, uint32_t rank, struct hcgp_env_record *required,
-                  struct hcgp_env_record *optional);
+HCGP_TASK_PATH int hcgp_plan_get(const struct hcgp_plan *p, uint32_t job,
+                                 uint32_t step, int lid, uint32_t rank,
+                                 struct hcgp_env_record *required,
+                                 struct hcgp_env_record *optional);
 void hcgp_plan_free(struct hcgp_plan *p);
 
 #endif /* HCGP_TASKENV_H */

@@ -1132,6 +1132,15 @@ static void node_user_init(void) {
 
 #define FWD_8 "hcg1:7.3:world:world@0:tp=4,dp=2"
 
+/* Whether the job's environment, which every task copies, holds `name`. */
+static int job_env_has(const char *name) {
+  size_t n = strlen(name);
+  for (int i = 0; i < 64; i++)
+    if (job_env[i] && !strncmp(job_env[i], name, n) && job_env[i][n] == '=')
+      return 1;
+  return 0;
+}
+
 /* After user_init: the forwarded value every task would read, were it to,
  * is spoilt, so that a task not in the plan fails ("is malformed"). */
 static void spoil_forwarded(void) {
@@ -1141,7 +1150,8 @@ static void spoil_forwarded(void) {
 }
 
 /* Every task gets from the plan what it computes without one, and does
- * not read the forwarded value again. */
+ * not read the forwarded value again: with every local task planned,
+ * user_init removed it from the job's environment. */
 START_TEST(task_planned_before_fork) {
   static const char *cases[][2] = {
       {"tp=4,dp=2", FWD_8},
@@ -1159,7 +1169,9 @@ START_TEST(task_planned_before_fork) {
     node_of(NULL, cases[c][0], cases[c][1], 4, 4);
     node_user_init();
     ck_assert_str_eq(host.log, "");
-    spoil_forwarded();
+    ck_assert(!job_env_has(FWD));
+    ck_assert(!job_env_has("HCG_OLD_TP_RANK"));
+    ck_assert(job_env_has("HCG_TIMEOUT"));
     for (int lid = 0; lid < 4; lid++) {
       fork_task(lid);
       ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
@@ -1182,6 +1194,7 @@ START_TEST(task_that_speaks_is_not_planned) {
   node_of(NULL, "tp=4,dp=2", FWD_8, 0, 2); /* ranks 0-1: tp [0-3] crosses */
   node_user_init();
   ck_assert_str_eq(host.log, "");
+  ck_assert(job_env_has(FWD)); /* the first task reads it */
   spoil_forwarded();
   fork_task(0); /* reads the (spoilt) value: it was not planned */
   ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
@@ -1190,6 +1203,7 @@ START_TEST(task_that_speaks_is_not_planned) {
   ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
   ck_assert_str_eq(task_env("HCG_RANK"), "1");
   ck_assert_str_eq(task_env("HCG_WORLD_TP_LOCAL"), "0");
+  ck_assert_ptr_null(task_env(FWD)); /* a planned task removes it itself */
   node_done();
 
   node_of("placement=refuse", "tp=4,dp=2", FWD_8, 0, 2);
@@ -1200,6 +1214,42 @@ START_TEST(task_that_speaks_is_not_planned) {
   fork_task(0);
   task_ended();
   expect_log("dim 'tp': group [0,1,2,3] spans vm");
+  node_done();
+}
+END_TEST
+
+/* A plan is made only for a step that passes every check a task would
+ * make; with every local task planned, a task Slurm shows differently from
+ * user_init's list (here another rank) fails with a clear line, for what it
+ * would compute its own from is gone. */
+START_TEST(plan_only_for_a_sound_step) {
+  ck_assert_int_eq(start(S_CTX_REMOTE, NULL), 0);
+  option("tp=4,dp=2");
+  option("tp=2,dp=4"); /* two values on the node: no plan */
+  host.world = 8;
+  host.nlocal = 2;
+  host.local[0] = 0;
+  host.local[1] = 1;
+  task_env_set(FWD, FWD_8);
+  task_env_set("SLURM_NTASKS", "8");
+  save_job_env();
+  node_user_init();
+  ck_assert(job_env_has(FWD));
+  fork_task(1);
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("two different values");
+  node_done();
+
+  node_of(NULL, "tp=4,dp=2", FWD_8, 4, 4);
+  node_user_init();
+  ck_assert_str_eq(host.log, "");
+  ck_assert(!job_env_has(FWD));
+  fork_task(2);
+  host.rank = 1;
+  ck_assert_int_eq(p_task_init(sp, 0, NULL), -1);
+  expect_log("error: hcg: task 1 (local 2) of step 7.3 is not among the "
+             "tasks this node planned for\n");
+  ck_assert_int_eq(task_env_count("HCG_"), 1); /* HCG_TIMEOUT */
   node_done();
 }
 END_TEST
@@ -1269,6 +1319,7 @@ static Suite *suite(void) {
   tcase_add_test(t, task_planned_before_fork);
   tcase_add_test(t, task_that_speaks_is_not_planned);
   tcase_add_test(t, planned_variable_cannot_be_set);
+  tcase_add_test(t, plan_only_for_a_sound_step);
   suite_add_tcase(s, t);
   return s;
 }
