@@ -151,6 +151,31 @@ int hcgp_env_plugin_owned(const char *entry) {
   return entry && !strncmp(entry, "HCG_", 4) && !hcgp_env_user_setting(entry);
 }
 
+int hcgp_env_grid_shared(const char *name) {
+  switch (hcg_env_scope(name)) {
+  case HCG_ENV_SHARED:
+    return 1;
+  case HCG_ENV_PER_RANK:
+    return !strcmp(name, "HCG_GRIDS");
+  case HCG_ENV_PER_DIM: {
+    size_t n = strlen(name);
+    return n > 5 && !strcmp(name + n - 5, "_SIZE");
+  }
+  default:
+    return 0;
+  }
+}
+
+uint32_t hcgp_layout_common_rank(const hcg_layout *L) {
+  int best = -1, rank = 0;
+  for (int g = 0; g < hcg_layout_num_grids(L); g++)
+    if (hcg_grid_size(L, g) > best) {
+      best = hcg_grid_size(L, g);
+      rank = hcg_grid_offset(L, g);
+    }
+  return rank > 0 ? (uint32_t)rank : 0;
+}
+
 int hcgp_step_heterogeneous(const char *ntasks, uint32_t world) {
   if (!ntasks || !*ntasks || ntasks[0] == '-')
     return 0;

@@ -128,6 +128,18 @@ int hcgp_env_user_setting(const char *name);
  * the plugin may set (see hcgp_env_user_setting). */
 int hcgp_env_plugin_owned(const char *entry);
 
+/* 1 when a variable of the environment hcgp_layout_task_env gives (`name`)
+ * has the same value for every task of one grid: the step's (HCG_VERSION,
+ * HCG_LAYOUT, HCG_WORLD_SIZE, HCG_LANGUAGE), HCG_GRIDS and every dim's
+ * _SIZE; not HCG_RANK nor a dim's _RANK. srun passes these on for the
+ * largest grid's tasks (hcgp_layout_common_rank), and each node checks
+ * them against what its tasks compute before it lets them stand in for a
+ * task's own (taskenv.h). */
+int hcgp_env_grid_shared(const char *name);
+/* The first rank of the layout's largest grid (the first such grid): a
+ * task whose variables of hcgp_env_grid_shared most tasks share. */
+uint32_t hcgp_layout_common_rank(const hcg_layout *L);
+
 /* srun: 1 when srun's command line (cmdline, len bytes of NUL-terminated
  * words, as in /proc/self/cmdline; NULL when unknown) may name an existing
  * job: a word starting with "--jobi", which is --jobid or an abbreviation

@@ -49,6 +49,36 @@ int hcgp_forward_set_refusal(uint32_t job, uint32_t step) {
   return 0;
 }
 
+static int set_grid_shared(void *arg, const char *name, const char *value) {
+  (void)arg;
+  if (hcgp_env_grid_shared(name))
+    (void)setenv(name, value, 1);
+  return HCG_OK;
+}
+
+void hcgp_forward_share(const hcg_layout *layout, const struct hcgp_task *t) {
+  extern char **environ;
+  /* Names first: unsetting changes the array. */
+  size_t count = 0, n = 0;
+  for (char **e = environ; e && *e; e++)
+    count += (size_t)hcgp_env_plugin_owned(*e);
+  char **names = count ? calloc(count, sizeof *names) : NULL;
+  if (count && !names)
+    return; /* the nodes drop them */
+  for (char **e = environ; e && *e && n < count; e++)
+    if (hcgp_env_plugin_owned(*e))
+      names[n++] = strndup(*e, strcspn(*e, "="));
+  for (size_t i = 0; i < n; i++) {
+    if (names[i])
+      (void)unsetenv(names[i]);
+    free(names[i]);
+  }
+  free(names);
+  struct hcgp_task common = *t;
+  common.rank = hcgp_layout_common_rank(layout);
+  (void)hcgp_layout_task_env(layout, &common, set_grid_shared, NULL);
+}
+
 void hcgp_forward_unset(void) { unsetenv(HCGP_FORWARD_ENV); }
 
 /* ---- slurmstepd ---------------------------------------------------------- */
@@ -87,6 +117,17 @@ void hcgp_forward_unset_placement(spank_t sp) {
  * user settings such as HCG_TIMEOUT stay. Names are copied first because
  * unsetting changes the array. */
 int hcgp_forward_drop_inherited(spank_t sp) {
+  return hcgp_forward_drop_inherited_but(sp, NULL, NULL);
+}
+
+static int dropped(const char *entry, int (*keep)(const char *, void *),
+                   void *arg) {
+  return hcgp_env_plugin_owned(entry) && !(keep && keep(entry, arg));
+}
+
+int hcgp_forward_drop_inherited_but(spank_t sp,
+                                    int (*keep)(const char *entry, void *arg),
+                                    void *arg) {
   char **env = NULL;
   if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env) {
     hcgp_log(HCGP_LOG_ERROR, "cannot read the task's environment to remove "
@@ -95,7 +136,7 @@ int hcgp_forward_drop_inherited(spank_t sp) {
   }
   size_t count = 0;
   for (char **e = env; *e; e++)
-    count += (size_t)hcgp_env_plugin_owned(*e);
+    count += (size_t)dropped(*e, keep, arg);
   if (!count)
     return 0;
   char **names = calloc(count, sizeof *names);
@@ -106,8 +147,7 @@ int hcgp_forward_drop_inherited(spank_t sp) {
   size_t n = 0;
   int rc = 0;
   for (char **e = env; *e && n < count; e++)
-    if (hcgp_env_plugin_owned(*e) &&
-        !(names[n++] = strndup(*e, strcspn(*e, "="))))
+    if (dropped(*e, keep, arg) && !(names[n++] = strndup(*e, strcspn(*e, "="))))
       rc = -1;
   for (size_t i = 0; i < n; i++) {
     if (names[i] && spank_unsetenv(sp, names[i]) != ESPANK_SUCCESS)

@@ -5,6 +5,7 @@
 #ifndef HCGP_FORWARD_SLURM_H
 #define HCGP_FORWARD_SLURM_H
 
+#include "forward.h"
 #include "hcg.h"
 #include <slurm/spank.h>
 #include <stdint.h>
@@ -14,6 +15,15 @@
 /* srun: the step's value in srun's environment, which Slurm copies into
  * the step's: the layout, or the refusal. */
 int hcgp_forward_set(uint32_t job, uint32_t step, const hcg_layout *layout);
+/* srun, once the step's layout is forwarded: puts into srun's own
+ * environment, which Slurm copies into the step's, the variables the tasks
+ * of the layout's largest grid share (hcgp_env_grid_shared), after
+ * removing every HCG_* variable only the plugin may set that srun
+ * inherited. Each node keeps one only where its tasks compute it as it is,
+ * and then none of those tasks sets it (taskenv.h): Slurm's spank_setenv is
+ * what a task's variables cost. Nothing here can refuse the step: a
+ * variable that is not set is set by each task. */
+void hcgp_forward_share(const hcg_layout *layout, const struct hcgp_task *t);
 int hcgp_forward_set_refusal(uint32_t job, uint32_t step);
 /* srun: no value, so that an outer step's never reaches this one. */
 void hcgp_forward_unset(void);
@@ -28,6 +38,10 @@ void hcgp_forward_unset_placement(spank_t sp);
 /* slurmstepd: removes every HCG_* variable of the task that only the
  * plugin may set (hcgp_env_plugin_owned). */
 int hcgp_forward_drop_inherited(spank_t sp);
+/* The same, but for the entries ("NAME=VALUE") keep(entry, arg) keeps. */
+int hcgp_forward_drop_inherited_but(spank_t sp,
+                                    int (*keep)(const char *entry, void *arg),
+                                    void *arg);
 
 /* A task's variables (hcgp_task_setenv_fn, hcg_env_fn): recorded, and set
  * by hcgp_setter_flush once the task has freed what it allocated

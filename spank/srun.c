@@ -128,10 +128,19 @@ int hcgp_srun_user_init(spank_t sp) {
     return refuse(job, step);
   }
   int rc = 0;
+  struct hcgp_task task = {job,
+                           step,
+                           world,
+                           0,
+                           hcgp_state.args.export_dims,
+                           hcgp_state.args.max_layout_bytes,
+                           hcgp_state.args.language};
   if (hcgp_forward_set(job, step, layout))
     rc = refuse(job, step);
-  else if (hcgp_placement_policy() != HCGP_PLACEMENT_OFF &&
-           hcgp_state.args.intra_domain_dims[0])
+  else
+    hcgp_forward_share(layout, &task);
+  if (!rc && hcgp_placement_policy() != HCGP_PLACEMENT_OFF &&
+      hcgp_state.args.intra_domain_dims[0])
     /* Where the tasks run, for the NVLink domain check (order.h). */
     hcgp_order_set(sp, job, step);
   if (!rc)

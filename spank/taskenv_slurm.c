@@ -5,6 +5,8 @@
  */
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "forward.h"
 #include "forward_slurm.h"
@@ -34,6 +36,67 @@ static int plannable(spank_t sp, const hcg_layout *L, const struct hcgp_task *t,
   return runs && !said;
 }
 
+/* The plugin's variables in the step's environment, for hcgp_plan_share:
+ * entry[0..n) those whose name it holds once (a name held twice leaves,
+ * every entry of it), keep[i] the verdict on entry[i]. */
+struct held {
+  const char **entry;
+  unsigned char *keep;
+  size_t n;
+};
+
+static int held_kept(const char *entry, void *arg) {
+  const struct held *h = arg;
+  for (size_t i = 0; i < h->n; i++)
+    if (h->entry[i] == entry)
+      return h->keep[i];
+  return 0;
+}
+
+static int same_name(const char *a, const char *b) {
+  size_t n = strcspn(a, "=");
+  return n == strcspn(b, "=") && !strncmp(a, b, n);
+}
+
+/* The step's environment once the plan is made: a variable of the plugin
+ * that some planned task has as it is stays (srun put there those most
+ * tasks share; the plan says which tasks remove or replace it); every
+ * other leaves, once, instead of from each task's copy. 0, or -1 when the
+ * environment cannot be read or changed (the caller then drops the plan). */
+static int share_held(spank_t sp, struct hcgp_plan **p) {
+  char **env = NULL;
+  if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env)
+    return -1;
+  size_t owned = 0;
+  for (char **e = env; *e; e++)
+    owned += (size_t)hcgp_env_plugin_owned(*e);
+  if (!owned)
+    return 0;
+  if (owned > HCGP_PLAN_HELD_MAX)
+    return hcgp_forward_drop_inherited(sp);
+  struct held h = {calloc(owned, sizeof *h.entry), calloc(owned, 1), 0};
+  if (!h.entry || !h.keep) {
+    free(h.entry);
+    free(h.keep);
+    return hcgp_forward_drop_inherited(sp);
+  }
+  for (char **e = env; *e; e++) {
+    if (!hcgp_env_plugin_owned(*e))
+      continue;
+    int twice = 0;
+    for (char **o = env; *o && !twice; o++)
+      twice = o != e && hcgp_env_plugin_owned(*o) && same_name(*o, *e);
+    if (!twice)
+      h.entry[h.n++] = *e;
+  }
+  if (hcgp_plan_share(p, h.entry, h.n, h.keep) != HCG_OK)
+    memset(h.keep, 0, h.n); /* the plan as it was: every one leaves */
+  int rc = hcgp_forward_drop_inherited_but(sp, held_kept, &h);
+  free(h.entry);
+  free(h.keep);
+  return rc;
+}
+
 void hcgp_taskenv_plan(spank_t sp, const hcg_layout *L,
                        const struct hcgp_task *t, const int *local,
                        int nlocal) {
@@ -46,18 +109,19 @@ void hcgp_taskenv_plan(spank_t sp, const hcg_layout *L,
   for (int lid = 0; lid < nlocal; lid++) {
     struct hcgp_task task = *t;
     task.rank = (uint32_t)local[lid];
-    if (!plannable(sp, L, &task, lid) ||
-        hcgp_plan_put(&p, lid, task.rank, hcgp_setter_recorded(0),
-                      hcgp_setter_recorded(1)) != HCG_OK)
+    int in = plannable(sp, L, &task, lid);
+    /* Read once recorded; nothing to unset yet (share_held). */
+    struct hcgp_plan_entry e = {
+        {NULL, 0, 0}, *hcgp_setter_recorded(0), *hcgp_setter_recorded(1)};
+    if (!in || hcgp_plan_put(&p, lid, task.rank, &e) != HCG_OK)
       all = 0;
     hcgp_setter_discard();
   }
   hcgp_setter_record_only(0);
-  /* The HCG_* variables srun passed on leave the step's environment here,
-   * once, instead of from each task's copy; where that fails, each task
-   * computes its own and drops them itself, and says so if it cannot. */
+  /* Where this fails, each task computes its own and drops what it
+   * inherited itself, and says so if it cannot. */
   hcgp_log_hold();
-  int dropped = hcgp_forward_drop_inherited(sp) == 0;
+  int dropped = share_held(sp, &p) == 0;
   hcgp_log_release();
   if (!dropped) {
     hcgp_plan_free(p);
@@ -78,13 +142,12 @@ int hcgp_taskenv_apply(spank_t sp) {
     return 0;
   uint32_t job = 0, step = 0, rank = 0;
   int lid = -1;
-  struct hcgp_env_record required, optional;
-  int found =
-      spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS &&
-      spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
-      spank_get_item(sp, S_TASK_ID, &lid) == ESPANK_SUCCESS &&
-      spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS &&
-      hcgp_plan_get(planned.plan, job, step, lid, rank, &required, &optional);
+  struct hcgp_plan_entry e;
+  int found = spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS &&
+              spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
+              spank_get_item(sp, S_TASK_ID, &lid) == ESPANK_SUCCESS &&
+              spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS &&
+              hcgp_plan_get(planned.plan, job, step, lid, rank, &e);
   if (!found) {
     if (!planned.forward_dropped)
       return 0;
@@ -100,8 +163,15 @@ int hcgp_taskenv_apply(spank_t sp) {
     hcgp_forward_unset_task(sp);
     hcgp_forward_unset_placement(sp);
   }
+  size_t at = 0;
+  const char *name, *value;
+  while ((name = hcgp_env_record_next(&e.unset, &at, &value)))
+    if (spank_unsetenv(sp, name) != ESPANK_SUCCESS) {
+      hcgp_log(HCGP_LOG_ERROR, "cannot remove %s from the task", name);
+      return -1;
+    }
   int optional_failed = 0;
-  if (hcgp_setter_set_records(sp, &required, &optional, &optional_failed))
+  if (hcgp_setter_set_records(sp, &e.required, &e.optional, &optional_failed))
     return -1;
   return optional_failed && hcgp_placement_failed() == HCGP_TASK_FAILED ? -1
                                                                         : 1;

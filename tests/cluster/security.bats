@@ -42,6 +42,18 @@ teardown() {
     <(grep -v '^HCG_TIMEOUT=' "$OUT/task.0")
 }
 
+@test "what the step's environment holds stands for a task's own only where the node computes it so" {
+  # srun passes the shared variables (doc/plugin.md); values given with
+  # --export replace them: wrong ones, and one no task has.
+  run_tasks 8 'tp=2,dp=*' --time=1 \
+    --export=ALL,HCG_WORLD_TP_SIZE=9,HCG_WORLD_DP_SIZE=4,HCG_WORLD_PP_SIZE=3,HCG_GRIDS=x
+  [ "$status" -eq 0 ]
+  "$HCG" explain -n 8 'tp=2,dp=*' --format json >"$OUT/explain.json"
+  for r in 0 3 7; do
+    diff -u <(expected_env "$OUT/explain.json" "$r") <(layout_vars "$OUT/task.$r")
+  done
+}
+
 @test "a step without --hcg-layout gets no HCG_* variable but user settings" {
   run env HCG_RANK=0 HCG_WORLD_SIZE=2 HCG_LAYOUT=x HCG_TIMEOUT=7 \
     timeout -k 5 60 srun -n 1 --time=1 /bin/bash -c 'env | grep "^HCG_" | sort'

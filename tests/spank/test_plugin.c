@@ -367,9 +367,20 @@ START_TEST(srun_good_layout) {
   option("tp=2,dp=*");
   ck_assert_int_eq(p_post_opt(sp, 0, NULL), 0);
   setenv(FWD, "stale from an outer step", 1);
+  setenv("HCG_RANK", "5", 1);
+  setenv("HCG_TIMEOUT", "7", 1);
   ck_assert_int_eq(p_local_user_init(sp, 0, NULL), 0);
   ck_assert_str_eq(getenv(FWD), "hcg1:7.3:world:world@0:tp=2,dp=2");
   expect_log("verbose: hcg: step 7.3, 4 tasks: world@0:tp=2,dp=2");
+  /* What every task shares goes with srun's environment to the step's; an
+   * outer step's variables do not, a user's setting stays. */
+  ck_assert_str_eq(getenv("HCG_WORLD_SIZE"), "4");
+  ck_assert_str_eq(getenv("HCG_LAYOUT"), "world@0:tp=2,dp=2");
+  ck_assert_str_eq(getenv("HCG_GRIDS"), "world");
+  ck_assert_str_eq(getenv("HCG_WORLD_TP_SIZE"), "2");
+  ck_assert_ptr_null(getenv("HCG_WORLD_TP_RANK"));
+  ck_assert_ptr_null(getenv("HCG_RANK"));
+  ck_assert_str_eq(getenv("HCG_TIMEOUT"), "7");
   stop();
 }
 END_TEST
@@ -1254,6 +1265,46 @@ START_TEST(plan_only_for_a_sound_step) {
 }
 END_TEST
 
+/* srun passes on what most tasks share (srun_good_layout): a node keeps
+ * such a variable where its tasks compute it as it is, and then no task
+ * sets it; every other variable of the plugin leaves the job's
+ * environment. Each task ends with what it computes without any. */
+START_TEST(planned_tasks_share_what_srun_passed) {
+  char computed[4][2048], planned[2048];
+  node_of(NULL, "tp=4,dp=2", FWD_8, 0, 4);
+  for (int lid = 0; lid < 4; lid++) {
+    fork_task(lid);
+    ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+    hcg_vars(computed[lid], sizeof computed[lid]);
+  }
+  node_done();
+  node_of(NULL, "tp=4,dp=2", FWD_8, 0, 4);
+  static const char *passed[][2] = {
+      {"HCG_VERSION", "1"},       {"HCG_LAYOUT", "world@0:tp=4,dp=2"},
+      {"HCG_WORLD_SIZE", "8"},    {"HCG_GRIDS", "world"},
+      {"HCG_LANGUAGE", "world"},  {"HCG_WORLD_TP_SIZE", "4"},
+      {"HCG_WORLD_DP_SIZE", "3"},  /* wrong */
+      {"HCG_WORLD_PP_SIZE", "2"}}; /* none */
+  for (size_t i = 0; i < 8; i++)
+    task_env_set(passed[i][0], passed[i][1]);
+  save_job_env();
+  node_user_init();
+  ck_assert_str_eq(host.log, "");
+  for (size_t i = 0; i < 8; i++)
+    ck_assert_int_eq(job_env_has(passed[i][0]), i < 6);
+  ck_assert(!job_env_has("HCG_OLD_TP_RANK"));
+  for (int lid = 0; lid < 4; lid++) {
+    fork_task(lid);
+    host.unsettable = "HCG_LAYOUT"; /* kept: no task sets it */
+    ck_assert_int_eq(p_task_init(sp, 0, NULL), 0);
+    hcg_vars(planned, sizeof planned);
+    ck_assert_str_eq(planned, computed[lid]);
+  }
+  ck_assert_str_eq(host.log, "");
+  node_done();
+}
+END_TEST
+
 /* A planned variable that cannot be set fails the task as an unplanned one
  * does (task_variable_cannot_be_set). */
 START_TEST(planned_variable_cannot_be_set) {
@@ -1320,6 +1371,7 @@ static Suite *suite(void) {
   tcase_add_test(t, task_that_speaks_is_not_planned);
   tcase_add_test(t, planned_variable_cannot_be_set);
   tcase_add_test(t, plan_only_for_a_sound_step);
+  tcase_add_test(t, planned_tasks_share_what_srun_passed);
   suite_add_tcase(s, t);
   return s;
 }

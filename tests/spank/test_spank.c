@@ -396,12 +396,12 @@ START_TEST(task_env_plan) {
   memset(layout, 'v', sizeof layout - 1);
   struct hcgp_env_record req = {big, sizeof big, 0},
                          opt = {small, sizeof small, 0};
+  struct hcgp_plan_entry e = {{NULL, 0, 0}, req, opt}, got;
   ck_assert_ptr_null(hcgp_plan_new(7, 3, 0));
   ck_assert_ptr_null(hcgp_plan_new(7, 3, (1 << 16) + 1));
   struct hcgp_plan *p = hcgp_plan_new(7, 3, 4);
   ck_assert_ptr_nonnull(p);
-  struct hcgp_env_record r, o;
-  ck_assert_int_eq(hcgp_plan_get(p, 7, 3, 0, 10, &r, &o), 0);
+  ck_assert_int_eq(hcgp_plan_get(p, 7, 3, 0, 10, &got), 0);
   for (int lid = 0; lid < 4; lid++) {
     if (lid == 2)
       continue; /* a task left to compute its own */
@@ -411,14 +411,16 @@ START_TEST(task_env_plan) {
     ck_assert_int_eq(hcgp_env_record_add(&req, "HCG_RANK", rank), HCG_OK);
     ck_assert_int_eq(hcgp_env_record_add(&req, "HCG_LAYOUT", layout), HCG_OK);
     ck_assert_int_eq(hcgp_env_record_add(&opt, "HCG_W_TP_LOCAL", "1"), HCG_OK);
-    ck_assert_int_eq(hcgp_plan_put(&p, lid, 10 + (uint32_t)lid, &req, &opt),
-                     HCG_OK);
+    e.required = req;
+    e.optional = opt;
+    ck_assert_int_eq(hcgp_plan_put(&p, lid, 10 + (uint32_t)lid, &e), HCG_OK);
   }
-  ck_assert_int_eq(hcgp_plan_put(&p, 1, 11, &req, &opt), HCG_EINVAL);
-  ck_assert_int_eq(hcgp_plan_put(&p, 4, 14, &req, &opt), HCG_EINVAL);
-  ck_assert_int_eq(hcgp_plan_put(&p, -1, 14, &req, &opt), HCG_EINVAL);
+  ck_assert_int_eq(hcgp_plan_put(&p, 1, 11, &e), HCG_EINVAL);
+  ck_assert_int_eq(hcgp_plan_put(&p, 4, 14, &e), HCG_EINVAL);
+  ck_assert_int_eq(hcgp_plan_put(&p, -1, 14, &e), HCG_EINVAL);
   for (int lid = 0; lid < 4; lid++) {
-    int in = hcgp_plan_get(p, 7, 3, lid, 10 + (uint32_t)lid, &r, &o);
+    int in = hcgp_plan_get(p, 7, 3, lid, 10 + (uint32_t)lid, &got);
+    struct hcgp_env_record r = got.required, o = got.optional;
     ck_assert_int_eq(in, lid != 2);
     if (!in)
       continue;
@@ -434,13 +436,96 @@ START_TEST(task_env_plan) {
     ck_assert_str_eq(value, "1");
   }
   /* Another step, local id or rank: not this task. */
-  ck_assert_int_eq(hcgp_plan_get(p, 7, 4, 0, 10, &r, &o), 0);
-  ck_assert_int_eq(hcgp_plan_get(p, 8, 3, 0, 10, &r, &o), 0);
-  ck_assert_int_eq(hcgp_plan_get(p, 7, 3, 0, 11, &r, &o), 0);
-  ck_assert_int_eq(hcgp_plan_get(p, 7, 3, 4, 14, &r, &o), 0);
-  ck_assert_int_eq(hcgp_plan_get(NULL, 7, 3, 0, 10, &r, &o), 0);
+  ck_assert_int_eq(hcgp_plan_get(p, 7, 4, 0, 10, &got), 0);
+  ck_assert_int_eq(hcgp_plan_get(p, 8, 3, 0, 10, &got), 0);
+  ck_assert_int_eq(hcgp_plan_get(p, 7, 3, 0, 11, &got), 0);
+  ck_assert_int_eq(hcgp_plan_get(p, 7, 3, 4, 14, &got), 0);
+  ck_assert_int_eq(hcgp_plan_get(NULL, 7, 3, 0, 10, &got), 0);
   hcgp_plan_free(p);
   hcgp_plan_free(NULL);
+}
+END_TEST
+
+/* Task lid's entry as one string: "-NAME" per unset, "NAME=VALUE" per set
+ * (required then optional), space-separated. */
+static void entry_text(const struct hcgp_plan *p, int lid, uint32_t rank,
+                       char *out, size_t cap) {
+  struct hcgp_plan_entry e;
+  out[0] = '\0';
+  ck_assert_int_eq(hcgp_plan_get(p, 7, 3, lid, rank, &e), 1);
+  const struct hcgp_env_record *r[] = {&e.unset, &e.required, &e.optional};
+  size_t n = 0;
+  for (int k = 0; k < 3; k++) {
+    size_t at = 0;
+    const char *name, *value;
+    while ((name = hcgp_env_record_next(r[k], &at, &value)))
+      n += (size_t)snprintf(out + n, cap - n, k ? "%s%s=%s" : "%s-%s",
+                            n ? " " : "", name, value);
+  }
+  ck_assert_int_lt(n, cap);
+}
+
+START_TEST(task_env_plan_share) {
+  /* Three tasks: two of grid a (ranks 0, 1), one of grid b (rank 2). The
+   * step's environment holds what grid a's tasks share, one variable with
+   * a value no task has, and one no task has at all. */
+  static const char *vars[3][4][2] = {{{"HCG_WORLD_SIZE", "3"},
+                                       {"HCG_GRIDS", "a"},
+                                       {"HCG_A_TP_SIZE", "2"},
+                                       {"HCG_A_TP_RANK", "0"}},
+                                      {{"HCG_WORLD_SIZE", "3"},
+                                       {"HCG_GRIDS", "a"},
+                                       {"HCG_A_TP_SIZE", "2"},
+                                       {"HCG_A_TP_RANK", "1"}},
+                                      {{"HCG_WORLD_SIZE", "3"},
+                                       {"HCG_GRIDS", "b"},
+                                       {"HCG_B_TP_SIZE", "1"},
+                                       {"HCG_B_TP_RANK", "0"}}};
+  struct hcgp_plan *p = hcgp_plan_new(7, 3, 3);
+  ck_assert_ptr_nonnull(p);
+  for (int lid = 0; lid < 3; lid++) {
+    char rb[256], ob[32];
+    struct hcgp_plan_entry e = {
+        {NULL, 0, 0}, {rb, sizeof rb, 0}, {ob, sizeof ob, 0}};
+    for (int v = 0; v < 4; v++)
+      ck_assert_int_eq(
+          hcgp_env_record_add(&e.required, vars[lid][v][0], vars[lid][v][1]),
+          HCG_OK);
+    ck_assert_int_eq(hcgp_env_record_add(&e.optional, "HCG_A_TP_LOCAL", "1"),
+                     HCG_OK);
+    ck_assert_int_eq(hcgp_plan_put(&p, lid, (uint32_t)lid, &e), HCG_OK);
+  }
+  const char *held[] = {"HCG_WORLD_SIZE=3", "HCG_GRIDS=a", "HCG_A_TP_SIZE=2",
+                        "HCG_A_TP_RANK=7", "HCG_OLD_PP_RANK=1"};
+  unsigned char keep[5];
+  ck_assert_int_eq(hcgp_plan_share(&p, held, 5, keep), HCG_OK);
+  ck_assert_mem_eq(keep, "\1\1\1\0\0", 5);
+  char text[512];
+  entry_text(p, 0, 0, text, sizeof text);
+  ck_assert_str_eq(text, "HCG_A_TP_RANK=0 HCG_A_TP_LOCAL=1");
+  entry_text(p, 1, 1, text, sizeof text);
+  ck_assert_str_eq(text, "HCG_A_TP_RANK=1 HCG_A_TP_LOCAL=1");
+  entry_text(p, 2, 2, text, sizeof text);
+  ck_assert_str_eq(text, "-HCG_A_TP_SIZE HCG_GRIDS=b HCG_B_TP_SIZE=1 "
+                         "HCG_B_TP_RANK=0 HCG_A_TP_LOCAL=1");
+
+  /* Nothing held as a task has it: the plan as it was, nothing kept. */
+  const char *stale[] = {"HCG_RANK=9", "HCG_X"};
+  ck_assert_int_eq(hcgp_plan_share(&p, stale, 2, keep), HCG_OK);
+  ck_assert_mem_eq(keep, "\0\0", 2);
+  entry_text(p, 0, 0, text, sizeof text);
+  ck_assert_str_eq(text, "HCG_A_TP_RANK=0 HCG_A_TP_LOCAL=1");
+  ck_assert_int_eq(hcgp_plan_share(&p, NULL, 0, NULL), HCG_OK);
+  static const char *many[HCGP_PLAN_HELD_MAX + 1];
+  static unsigned char many_keep[HCGP_PLAN_HELD_MAX + 1];
+  for (size_t i = 0; i <= HCGP_PLAN_HELD_MAX; i++)
+    many[i] = "HCG_A_TP_SIZE=2";
+  ck_assert_int_eq(hcgp_plan_share(&p, many, HCGP_PLAN_HELD_MAX + 1, many_keep),
+                   HCG_ELIMIT);
+  ck_assert_int_eq(many_keep[0], 0);
+  ck_assert_int_eq(hcgp_plan_share(NULL, stale, 2, keep), HCG_EINVAL);
+  ck_assert_int_eq(hcgp_plan_share(&p, NULL, 2, keep), HCG_EINVAL);
+  hcgp_plan_free(p);
 }
 END_TEST
 
@@ -686,6 +771,7 @@ static Suite *suite(void) {
   tcase_add_test(t, task_env_language_is_forwarded);
   tcase_add_test(t, task_env_record);
   tcase_add_test(t, task_env_plan);
+  tcase_add_test(t, task_env_plan_share);
   tcase_add_test(t, task_env_errors);
   tcase_add_test(t, task_env_site_policy);
   tcase_add_test(t, env_ownership);
