@@ -80,15 +80,19 @@ static int share_held(spank_t sp, struct hcgp_plan **p) {
     free(h.keep);
     return hcgp_forward_drop_inherited(sp);
   }
-  for (char **e = env; *e; e++) {
-    if (!hcgp_env_plugin_owned(*e))
-      continue;
-    int twice = 0;
-    for (char **o = env; *o && !twice; o++)
-      twice = o != e && hcgp_env_plugin_owned(*o) && same_name(*o, *e);
-    if (!twice)
+  for (char **e = env; *e; e++)
+    if (hcgp_env_plugin_owned(*e))
       h.entry[h.n++] = *e;
-  }
+  /* A name held twice is no candidate, so every entry of it leaves (keep
+   * marks them first): O(n^2), n bounded above. */
+  for (size_t i = 0; i < h.n; i++)
+    for (size_t j = 0; j < h.n && !h.keep[i]; j++)
+      h.keep[i] = j != i && same_name(h.entry[i], h.entry[j]);
+  size_t once = 0;
+  for (size_t i = 0; i < h.n; i++)
+    if (!h.keep[i])
+      h.entry[once++] = h.entry[i];
+  h.n = once;
   if (hcgp_plan_share(p, h.entry, h.n, h.keep) != HCG_OK)
     memset(h.keep, 0, h.n); /* the plan as it was: every one leaves */
   int rc = hcgp_forward_drop_inherited_but(sp, held_kept, &h);
