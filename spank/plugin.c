@@ -44,7 +44,8 @@
  *   order      where Slurm put the step's tasks: read by srun from
  *              slurmctld, handed on to slurmstepd (order_slurm.c)
  *   taskenv    each task's variables, waiting to be set: planned in
- *              slurmstepd's user_init for every local task, set in
+ *              slurmstepd's user_init for every local task, less those
+ *              srun passed that it shares (forward_slurm.h), set in
  *              task_init
  *   domains    the step's nodes, tasks and NVLink domains, in slurmstepd
  *              (standing on hostlist.c, step.c, order.c and topology.c,

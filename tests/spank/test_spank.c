@@ -446,6 +446,45 @@ START_TEST(task_env_plan) {
 }
 END_TEST
 
+static uint32_t common_rank(const char *text, int world) {
+  hcg_layout *L = NULL;
+  hcg_layout_config cfg = HCG_LAYOUT_CONFIG_INIT;
+  cfg.world_size = world;
+  hcg_error err = HCG_ERROR_INIT;
+  ck_assert_int_eq(hcg_layout_parse(text, strlen(text), &cfg, &L, &err), 0);
+  uint32_t r = hcgp_layout_common_rank(L);
+  hcg_layout_free(L);
+  return r;
+}
+
+START_TEST(grid_shared_variables) {
+  /* What srun passes for the tasks of the largest grid to share: never a
+   * coordinate, a placement fact or a user's setting. */
+  static const char *yes[] = {
+      "HCG_VERSION", "HCG_LAYOUT",      "HCG_WORLD_SIZE",        "HCG_LANGUAGE",
+      "HCG_GRIDS",   "HCG_LLM_TP_SIZE", "HCG_LLM_EXPERT_EP_SIZE"};
+  static const char *no[] = {"HCG_RANK",
+                             "HCG_LLM_TP_RANK",
+                             "HCG_LLM_TP_LOCAL",
+                             "HCG_TIMEOUT",
+
+                             "PATH",
+                             ""};
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+    ck_assert_msg(hcgp_env_grid_shared(yes[i]), "%s", yes[i]);
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+    ck_assert_msg(!hcgp_env_grid_shared(no[i]), "%s", no[i]);
+  ck_assert(!hcgp_env_grid_shared(NULL));
+  ck_assert_uint_eq(common_rank("tp=2,dp=*", 8), 0);
+  ck_assert_uint_eq(
+      common_rank("vision:tp=4,dp=2; llm:tp=2,cp=2,dp=*,pp=2", 64), 8);
+  ck_assert_uint_eq(common_rank("enc@0:tp=2,dp=2; llm@4:tp=2,pp=4", 12), 4);
+  /* A tie: the first grid. */
+  ck_assert_uint_eq(common_rank("vision@4:tp=4; llm@0:tp=4", 8), 4);
+  ck_assert_uint_eq(hcgp_layout_common_rank(NULL), 0);
+}
+END_TEST
+
 /* Task lid's entry as one string: "-NAME" per unset, "NAME=VALUE" per set
  * (required then optional), space-separated. */
 static void entry_text(const struct hcgp_plan *p, int lid, uint32_t rank,
@@ -772,6 +811,7 @@ static Suite *suite(void) {
   tcase_add_test(t, task_env_record);
   tcase_add_test(t, task_env_plan);
   tcase_add_test(t, task_env_plan_share);
+  tcase_add_test(t, grid_shared_variables);
   tcase_add_test(t, task_env_errors);
   tcase_add_test(t, task_env_site_policy);
   tcase_add_test(t, env_ownership);
