@@ -114,10 +114,13 @@ int hcgp_plan_put(struct hcgp_plan **pp, int lid, uint32_t rank,
     return rc;
   struct hcgp_plan *p = *pp;
   char *at = (char *)p + p->used;
-  memcpy(at, e->unset.buf, e->unset.used);
-  memcpy(at + e->unset.used, e->required.buf, e->required.used);
-  memcpy(at + e->unset.used + e->required.used, e->optional.buf,
-         e->optional.used);
+  const struct hcgp_env_record *part[] = {&e->unset, &e->required,
+                                          &e->optional};
+  for (int k = 0; k < 3; k++) {
+    if (part[k]->used) /* an empty record's buf may be NULL */
+      memcpy(at, part[k]->buf, part[k]->used);
+    at += part[k]->used;
+  }
   p->slot[lid] = (struct slot){
       rank, 1, p->used, e->unset.used, e->required.used, e->optional.used};
   p->used += n;
@@ -203,6 +206,8 @@ int hcgp_plan_share(struct hcgp_plan **pp, const char *const *held, size_t n,
                     unsigned char *keep) {
   if (!pp || !*pp || (n && (!held || !keep)))
     return HCG_EINVAL;
+  if (!n)
+    return HCG_OK;
   memset(keep, 0, n);
   if (n > HCGP_PLAN_HELD_MAX)
     return HCG_ELIMIT;
