@@ -339,7 +339,7 @@ source_suite() {
   # The tarball builds, passes its tests (300 random layouts in the
   # property tests, as under ASan), installs and cleans up.
   step "make distcheck" env HCG_PROP_ITERS=300 make -C build -j"$jobs" distcheck || rc=1
-  step "fuzz the layout parser, plugstack arguments, hand-over, domains, Megatron's arguments (${HCG_FUZZ_SECONDS:-60} s)" \
+  step "fuzz the layout parser, plugstack arguments, hand-over, domains, Megatron's arguments, plans (${HCG_FUZZ_SECONDS:-60} s)" \
     env HCG_FUZZ_DIR="$src/build/fuzz" tests/fuzz/run-fuzz.sh "${HCG_FUZZ_SECONDS:-60}" || rc=1
   return "$rc"
 }

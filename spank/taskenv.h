@@ -87,7 +87,9 @@ HCGP_TASK_PATH int hcgp_plan_get(const struct hcgp_plan *p, uint32_t job,
  * has it as it is) or must leave it before the tasks fork. HCG_OK;
  * HCG_ELIMIT (the plan as it was, every keep[i] 0) when n is over
  * HCGP_PLAN_HELD_MAX or the plan cannot grow; HCG_EINVAL for a bad
- * argument. O(tasks x variables x n). */
+ * argument. O(tasks x variables x n). The names in `held` are distinct,
+ * and so are each task's (hcg_rank_env gives each once): a name held twice
+ * must be left out by the caller, and leave (taskenv_slurm.c). */
 #define HCGP_PLAN_HELD_MAX 1024
 int hcgp_plan_share(struct hcgp_plan **p, const char *const *held, size_t n,
                     unsigned char *keep);

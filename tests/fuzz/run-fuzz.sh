@@ -7,6 +7,8 @@
 #   fuzz_domains  what slurmstepd reads to learn NVLink domains (spank/domains.c,
 #                 topology.c, step.c, order.c, hostlist.c)
 #   fuzz_megatron Megatron's arguments to a layout (runtime/core/megatron.c)
+#   fuzz_plan     the variables a step's environment holds against a node's
+#                 plan (spank/taskenv.c, hcgp_plan_share)
 #
 #   tests/fuzz/run-fuzz.sh [SECONDS] [WORKERS] [TARGET...]
 #       (default 60 s in all, 1 worker, every target)
@@ -20,7 +22,7 @@ set -eu
 seconds=${1:-60}
 workers=${2:-1}
 if [ $# -ge 2 ]; then shift 2; else shift $#; fi
-targets=${*:-fuzz_layout fuzz_args fuzz_forward fuzz_domains fuzz_megatron}
+targets=${*:-fuzz_layout fuzz_args fuzz_forward fuzz_domains fuzz_megatron fuzz_plan}
 # Inputs up to the parser's own hard limit (64 KiB), so the size checks at
 # the limit are fuzzed too (fuzz_forward: plus its 4 task bytes and header).
 max_len=${HCG_FUZZ_MAX_LEN:-65536}
@@ -48,6 +50,7 @@ for t in $targets; do
     fuzz_args) extra=$src/spank/args.c corpus=corpus_args dict=$fz/args.dict len=4096 ;;
     fuzz_domains) extra="$src/spank/domains.c $src/spank/topology.c $src/spank/step.c $src/spank/order.c $src/spank/hostlist.c" corpus=corpus_domains dict=$fz/domains.dict len=65536 ;;
     fuzz_megatron) extra="" corpus=corpus_megatron dict=$fz/megatron.dict len=4096 ;;
+    fuzz_plan) extra=$src/spank/taskenv.c corpus=corpus_plan dict=$fz/plan.dict len=4096 ;;
     fuzz_forward)
       extra=$src/spank/forward.c corpus=corpus_forward len=$((max_len + 64))
       dict=$out/forward.dict
