@@ -15,6 +15,7 @@
 #include "forward_slurm.h"
 #include "log.h"
 #include "order.h"
+#include "state.h"
 #include "taskenv.h"
 
 /* ---- srun ---------------------------------------------------------------- */
@@ -47,6 +48,17 @@ int hcgp_forward_set_refusal(uint32_t job, uint32_t step) {
   (void)setenv(HCGP_FORWARD_ENV, value, 1);
   free(value);
   return 0;
+}
+
+struct hcgp_task hcgp_task_of(uint32_t job, uint32_t step, uint32_t world,
+                              uint32_t rank) {
+  return (struct hcgp_task){job,
+                            step,
+                            world,
+                            rank,
+                            hcgp_state.args.export_dims,
+                            hcgp_state.args.max_layout_bytes,
+                            hcgp_state.args.language};
 }
 
 static int set_grid_shared(void *arg, const char *name, const char *value) {

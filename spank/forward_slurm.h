@@ -15,6 +15,10 @@
 /* srun: the step's value in srun's environment, which Slurm copies into
  * the step's: the layout, or the refusal. */
 int hcgp_forward_set(uint32_t job, uint32_t step, const hcg_layout *layout);
+/* Task `rank` of step job.step of `world` tasks, with this host's
+ * plugstack arguments (export_dims, max_layout_bytes, language=). */
+struct hcgp_task hcgp_task_of(uint32_t job, uint32_t step, uint32_t world,
+                              uint32_t rank);
 /* srun, once the step's layout is forwarded: puts into srun's own
  * environment, which Slurm copies into the step's, the variables the tasks
  * of the layout's largest grid share (hcgp_env_grid_shared), after

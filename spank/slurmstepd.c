@@ -99,13 +99,7 @@ int hcgp_slurmstepd_user_init(spank_t sp) {
   char *buf = malloc(cap);
   hcg_layout *layout = NULL;
   hcg_error err = HCG_ERROR_INIT;
-  struct hcgp_task task = {job,
-                           step,
-                           world,
-                           0,
-                           hcgp_state.args.export_dims,
-                           hcgp_state.args.max_layout_bytes,
-                           hcgp_state.args.language};
+  struct hcgp_task task = hcgp_task_of(job, step, world, 0);
   if (buf &&
       spank_getenv(sp, HCGP_FORWARD_ENV, buf, (int)cap) == ESPANK_SUCCESS &&
       !hcgp_forward_refused(buf, strlen(buf), job, step) &&
@@ -202,13 +196,7 @@ static int task_init_computed(spank_t sp) {
              "cannot get the task's rank and the step's task count");
     return -1;
   }
-  struct hcgp_task task = {job,
-                           step,
-                           world,
-                           rank,
-                           hcgp_state.args.export_dims,
-                           hcgp_state.args.max_layout_bytes,
-                           hcgp_state.args.language};
+  struct hcgp_task task = hcgp_task_of(job, step, world, rank);
   char ntasks[32];
   int het =
       hcgp_step_heterogeneous(step_ntasks(sp, ntasks, sizeof ntasks), world);

@@ -128,13 +128,7 @@ int hcgp_srun_user_init(spank_t sp) {
     return refuse(job, step);
   }
   int rc = 0;
-  struct hcgp_task task = {job,
-                           step,
-                           world,
-                           0,
-                           hcgp_state.args.export_dims,
-                           hcgp_state.args.max_layout_bytes,
-                           hcgp_state.args.language};
+  struct hcgp_task task = hcgp_task_of(job, step, world, 0);
   if (hcgp_forward_set(job, step, layout))
     rc = refuse(job, step);
   else
